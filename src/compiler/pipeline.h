@@ -1,0 +1,45 @@
+// The compiler pipeline: ir::Dag (traced DSL program) -> ir::Algorithm, one pass per file in
+// this folder (STYLE.md rules 1-2). compileProgram() is the one entry point.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "ir/algorithm.h"
+#include "ir/dag.h"
+
+namespace chorus::compiler {
+
+inline constexpr int kDefaultFifoSlots = 8;  // NCCL_STEPS: outstanding sends per connection
+
+struct CompileOptions {
+  bool fuse = true;                    // rcs/rrcs/rrs peephole fusion (seed 000 §4.2)
+  int fifoSlots = kDefaultFifoSlots;   // bound on outstanding sends per connection
+  bool verify = true;                  // run the verifier on the result (throws CompileError)
+  std::vector<std::string> disabledPasses;  // by name, e.g. "fuse-instructions", "prune-waits"
+  std::uint64_t minBytes = 0;
+  std::uint64_t maxBytes = 0;
+};
+
+// Timing and size of one pass run, for `chorus compile --stats` and the benchmark.
+struct PassStats {
+  std::string name;
+  double milliseconds = 0;
+  bool skipped = false;
+};
+
+struct CompileResult {
+  ir::Algorithm algorithm;
+  std::vector<PassStats> passes;
+};
+
+// Names of all passes in pipeline order (for --disable-pass and docs).
+const std::vector<std::string>& passNames();
+
+// Compiles a traced program. Throws CompileError when it cannot be scheduled (e.g. FIFO bound,
+// manual threadblock conflicts) or, with options.verify, when the verifier finds a violation.
+// Deterministic: the same Dag and options give the same Algorithm.
+CompileResult compileProgram(const ir::Dag& dag, const CompileOptions& options = {});
+
+}  // namespace chorus::compiler

@@ -1,0 +1,164 @@
+#include "ir/algorithm.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+
+namespace chorus::ir {
+
+namespace {
+
+struct OpInfo {
+  OpKind op;
+  std::string_view name;
+  std::string_view code;
+};
+
+constexpr std::array<OpInfo, 9> kOps = {{
+    {OpKind::send, "send", "s"},
+    {OpKind::recv, "recv", "r"},
+    {OpKind::recvCopySend, "recvCopySend", "rcs"},
+    {OpKind::recvReduceCopy, "recvReduceCopy", "rrc"},
+    {OpKind::recvReduceSend, "recvReduceSend", "rrs"},
+    {OpKind::recvReduceCopySend, "recvReduceCopySend", "rrcs"},
+    {OpKind::copy, "copy", "cpy"},
+    {OpKind::reduce, "reduce", "re"},
+    {OpKind::nop, "nop", "nop"},
+}};
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+}  // namespace
+
+int channelCount(const Algorithm& algorithm) {
+  int maxChannel = 0;
+  for (const auto& rank : algorithm.ranks)
+    for (const auto& tb : rank.threadblocks) maxChannel = std::max(maxChannel, tb.channel);
+  return maxChannel + 1;
+}
+
+std::size_t stepCount(const Algorithm& algorithm) {
+  std::size_t n = 0;
+  for (const auto& rank : algorithm.ranks)
+    for (const auto& tb : rank.threadblocks) n += tb.steps.size();
+  return n;
+}
+
+std::size_t threadblockCount(const Algorithm& algorithm) {
+  std::size_t n = 0;
+  for (const auto& rank : algorithm.ranks) n += rank.threadblocks.size();
+  return n;
+}
+
+bool opReceives(OpKind op) {
+  return op == OpKind::recv || op == OpKind::recvCopySend || op == OpKind::recvReduceCopy ||
+         op == OpKind::recvReduceSend || op == OpKind::recvReduceCopySend;
+}
+
+bool opSends(OpKind op) {
+  return op == OpKind::send || op == OpKind::recvCopySend || op == OpKind::recvReduceSend ||
+         op == OpKind::recvReduceCopySend;
+}
+
+bool opReadsSrc(OpKind op) {
+  return op == OpKind::send || op == OpKind::copy || op == OpKind::reduce ||
+         op == OpKind::recvReduceCopy || op == OpKind::recvReduceSend ||
+         op == OpKind::recvReduceCopySend;
+}
+
+bool opWritesDst(OpKind op) {
+  return op == OpKind::recv || op == OpKind::recvCopySend || op == OpKind::recvReduceCopy ||
+         op == OpKind::recvReduceCopySend || op == OpKind::copy || op == OpKind::reduce;
+}
+
+bool opReadsDst(OpKind op) { return op == OpKind::reduce; }
+
+std::string_view opName(OpKind op) {
+  for (const auto& info : kOps)
+    if (info.op == op) return info.name;
+  return "?";
+}
+
+std::string_view opMscclCode(OpKind op) {
+  for (const auto& info : kOps)
+    if (info.op == op) return info.code;
+  return "?";
+}
+
+std::optional<OpKind> parseOpName(std::string_view name) {
+  for (const auto& info : kOps)
+    if (info.name == name) return info.op;
+  return std::nullopt;
+}
+
+std::optional<OpKind> parseOpMscclCode(std::string_view code) {
+  for (const auto& info : kOps)
+    if (info.code == code) return info.op;
+  return std::nullopt;
+}
+
+std::string_view bufferName(BufferKind buffer) {
+  switch (buffer) {
+    case BufferKind::input: return "input";
+    case BufferKind::output: return "output";
+    case BufferKind::scratch: return "scratch";
+  }
+  return "?";
+}
+
+char bufferMscclCode(BufferKind buffer) { return bufferName(buffer)[0]; }
+
+std::optional<BufferKind> parseBufferName(std::string_view name) {
+  if (name == "i" || name == "input") return BufferKind::input;
+  if (name == "o" || name == "output") return BufferKind::output;
+  if (name == "s" || name == "scratch") return BufferKind::scratch;
+  return std::nullopt;
+}
+
+std::string_view protocolName(Protocol protocol) {
+  switch (protocol) {
+    case Protocol::simple: return "Simple";
+    case Protocol::ll: return "LL";
+    case Protocol::ll128: return "LL128";
+  }
+  return "?";
+}
+
+std::optional<Protocol> parseProtocolName(std::string_view name) {
+  const std::string l = lower(name);
+  if (l == "simple") return Protocol::simple;
+  if (l == "ll") return Protocol::ll;
+  if (l == "ll128") return Protocol::ll128;
+  return std::nullopt;
+}
+
+std::string_view collectiveName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::allreduce: return "allreduce";
+    case CollectiveKind::allgather: return "allgather";
+    case CollectiveKind::reducescatter: return "reducescatter";
+    case CollectiveKind::alltoall: return "alltoall";
+    case CollectiveKind::broadcast: return "broadcast";
+    case CollectiveKind::reduce: return "reduce";
+    case CollectiveKind::custom: return "custom";
+  }
+  return "?";
+}
+
+std::optional<CollectiveKind> parseCollectiveName(std::string_view name) {
+  const std::string l = lower(name);
+  if (l == "reduce_scatter") return CollectiveKind::reducescatter;
+  for (auto kind : {CollectiveKind::allreduce, CollectiveKind::allgather,
+                    CollectiveKind::reducescatter, CollectiveKind::alltoall,
+                    CollectiveKind::broadcast, CollectiveKind::reduce, CollectiveKind::custom})
+    if (collectiveName(kind) == l) return kind;
+  return std::nullopt;
+}
+
+}  // namespace chorus::ir

@@ -1,0 +1,128 @@
+// ir::Algorithm: the finished, executable IR (rank -> threadblock -> steps), as described in
+// DESIGN.md "The IR". Produced by the compiler or by a reader (MSCCL XML, JSON, text); consumed
+// by the verifier, the writers, the simulator and the runtime. Plain data (STYLE.md rule 3).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chorus::ir {
+
+enum class BufferKind : std::uint8_t { input, output, scratch };
+
+enum class Protocol : std::uint8_t { simple, ll, ll128 };
+
+enum class CollectiveKind : std::uint8_t {
+  allreduce,
+  allgather,
+  reducescatter,
+  alltoall,
+  broadcast,
+  reduce,
+  custom,
+};
+
+// Step operations. Receive-reduce ops (recvReduceCopy, recvReduceSend, recvReduceCopySend) take
+// their LOCAL operand from src: result = received ⊕ src (the MSCCL runtime's reading; see
+// docs/ir.md and reference/msccl-ir.md §1c).
+enum class OpKind : std::uint8_t {
+  send,                // send src[0..count) to the tb's send peer
+  recv,                // receive from the tb's recv peer into dst
+  recvCopySend,        // receive into dst and forward to the send peer
+  recvReduceCopy,      // dst = received ⊕ src
+  recvReduceSend,      // send (received ⊕ src) on, no local write
+  recvReduceCopySend,  // dst = received ⊕ src, and send it on
+  copy,                // dst = src (same rank)
+  reduce,              // dst = dst ⊕ src (same rank)
+  nop,                 // no data; only waits for its dependencies
+};
+
+// A (threadblock, step) pair inside one rank's program.
+struct StepRef {
+  int tb = -1;
+  int step = -1;
+  friend bool operator==(const StepRef&, const StepRef&) = default;
+  friend auto operator<=>(const StepRef&, const StepRef&) = default;
+};
+
+struct Step {
+  OpKind op = OpKind::nop;
+  BufferKind srcBuffer = BufferKind::input;
+  int srcIndex = 0;
+  BufferKind dstBuffer = BufferKind::input;
+  int dstIndex = 0;
+  int count = 1;
+  // Cross-threadblock waits (same rank): this step starts only after each named step finished.
+  // Kept sorted by (tb, step); never names the step's own threadblock.
+  std::vector<StepRef> deps;
+  // True when some other threadblock's step depends on this one (it must publish its completion).
+  bool hasDependents = false;
+  friend bool operator==(const Step&, const Step&) = default;
+};
+
+struct Threadblock {
+  int id = 0;
+  int sendPeer = -1;  // rank this tb sends to, -1 for none
+  int recvPeer = -1;  // rank this tb receives from, -1 for none
+  int channel = 0;
+  std::vector<Step> steps;
+  friend bool operator==(const Threadblock&, const Threadblock&) = default;
+};
+
+struct RankProgram {
+  int rank = 0;
+  int inputChunks = 0;    // chunks of the input buffer this rank's steps may touch
+  int outputChunks = 0;   // 0 for in-place programs whose output aliases the input
+  int scratchChunks = 0;
+  std::vector<Threadblock> threadblocks;  // index == Threadblock::id
+  friend bool operator==(const RankProgram&, const RankProgram&) = default;
+};
+
+struct Algorithm {
+  std::string name;
+  CollectiveKind collective = CollectiveKind::allreduce;
+  std::string customName;  // the custom collective's name (e.g. "alltonext") when custom
+  int root = 0;            // broadcast/reduce root
+  Protocol protocol = Protocol::simple;
+  bool inPlace = false;
+  int nranks = 0;
+  int chunksPerLoop = 0;        // MSCCL nchunksperloop: the buffer is cut into this many chunks
+  std::uint64_t minBytes = 0;   // size range this plan is meant for; maxBytes 0 = no limit
+  std::uint64_t maxBytes = 0;
+  std::vector<RankProgram> ranks;  // index == rank
+  friend bool operator==(const Algorithm&, const Algorithm&) = default;
+};
+
+// Number of channels used (max channel + 1, at least 1).
+int channelCount(const Algorithm& algorithm);
+// Total number of steps over all ranks and threadblocks (nops included).
+std::size_t stepCount(const Algorithm& algorithm);
+// Total number of threadblocks over all ranks.
+std::size_t threadblockCount(const Algorithm& algorithm);
+
+// Per-op facts.
+bool opReceives(OpKind op);     // recv, recvCopySend, recvReduce*
+bool opSends(OpKind op);        // send, recvCopySend, recvReduceSend, recvReduceCopySend
+bool opReadsSrc(OpKind op);     // send, copy, reduce, recvReduce*
+bool opWritesDst(OpKind op);    // recv, recvCopySend, recvReduceCopy, recvReduceCopySend, copy, reduce
+bool opReadsDst(OpKind op);     // reduce (dst ⊕= src)
+
+// Names: the long form used by text/JSON/DOT ("recvReduceCopySend") and MSCCL's short codes
+// ("rrcs"). Parsers throw ParseError naming the accepted spellings.
+std::string_view opName(OpKind op);
+std::string_view opMscclCode(OpKind op);
+std::optional<OpKind> parseOpName(std::string_view name);       // long form
+std::optional<OpKind> parseOpMscclCode(std::string_view code);  // short code
+std::string_view bufferName(BufferKind buffer);                 // "input", "output", "scratch"
+char bufferMscclCode(BufferKind buffer);                        // 'i', 'o', 's'
+std::optional<BufferKind> parseBufferName(std::string_view name);  // long form or i/o/s
+std::string_view protocolName(Protocol protocol);               // "Simple", "LL", "LL128"
+std::optional<Protocol> parseProtocolName(std::string_view name);  // case-insensitive
+std::string_view collectiveName(CollectiveKind kind);           // "allreduce", ..., "custom"
+// Accepts "reduce_scatter" and "reducescatter".
+std::optional<CollectiveKind> parseCollectiveName(std::string_view name);
+
+}  // namespace chorus::ir

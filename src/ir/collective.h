@@ -1,0 +1,109 @@
+// Collective definitions: the precondition (which input chunk starts where) and postcondition
+// (which value each output chunk must end with) of every collective, as symbolic chunk values
+// (GC3 §3.1–3.2, seed 000). Shared by the DSL (trace-time checks) and the verifier.
+#pragma once
+
+#include <compare>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/algorithm.h"
+
+namespace chorus::ir {
+
+// One input chunk: index `index` of rank `rank`'s input buffer at the start of the collective.
+struct InputChunk {
+  int rank = 0;
+  int index = 0;
+  friend bool operator==(const InputChunk&, const InputChunk&) = default;
+  friend auto operator<=>(const InputChunk&, const InputChunk&) = default;
+};
+
+// A symbolic chunk value: the multiset of input chunks reduced into it (a single input chunk
+// for copies). Empty means uninitialized. Copies share storage, so copying is O(1).
+class ChunkValue {
+ public:
+  ChunkValue() = default;
+  static ChunkValue of(InputChunk chunk);
+  // Multiset union: the value of a ⊕ b. Both must be initialized.
+  static ChunkValue reduce(const ChunkValue& a, const ChunkValue& b);
+
+  bool initialized() const { return parts_ && !parts_->empty(); }
+  // Sorted contributions; duplicates are kept (a double-counted chunk appears twice).
+  const std::vector<InputChunk>& parts() const;
+  // "in(3,2)" for one chunk, "sum{in(0,2) in(1,2)}" for a reduction, "uninitialized".
+  std::string describe() const;
+
+  friend bool operator==(const ChunkValue& a, const ChunkValue& b);
+
+ private:
+  std::shared_ptr<const std::vector<InputChunk>> parts_;
+};
+
+// A buffer location inside one rank.
+struct Location {
+  BufferKind buffer = BufferKind::input;
+  int index = 0;
+  friend bool operator==(const Location&, const Location&) = default;
+};
+
+// Pre- and postcondition of one collective on a given number of ranks and chunk factor.
+// Implementations are immutable and thread-safe.
+class Collective {
+ public:
+  virtual ~Collective() = default;
+  virtual CollectiveKind kind() const = 0;
+  // "allreduce", ... or the custom collective's name ("alltonext").
+  virtual std::string name() const = 0;
+  virtual int nranks() const = 0;
+  virtual int chunkFactor() const = 0;
+  virtual bool inPlace() const = 0;
+  virtual int root() const { return 0; }
+  // Buffer sizes in chunks. For in-place collectives the aliased buffer still has its size here.
+  virtual int inputChunks(int rank) const = 0;
+  virtual int outputChunks(int rank) const = 0;
+  // MSCCL nchunksperloop for this collective (max buffer size in chunks).
+  virtual int chunksPerLoop() const = 0;
+  // Value of input chunk (rank, index) at the start; uninitialized where the input is unused
+  // (e.g. non-root ranks of a broadcast).
+  virtual ChunkValue initialInput(int rank, int index) const = 0;
+  // Value output chunk (rank, index) must hold at the end; nullopt when any value is accepted.
+  virtual std::optional<ChunkValue> expectedOutput(int rank, int index) const = 0;
+  // False for custom collectives whose postcondition chorus does not know.
+  virtual bool hasPostcondition() const { return true; }
+  // In-place aliasing: the location that physically holds (buffer, index) on `rank`. Identity
+  // for out-of-place collectives and for scratch.
+  virtual Location canonical(int rank, Location location) const { (void)rank; return location; }
+  // The same collective with every chunk cut into `factor` sub-chunks: chunk j becomes
+  // j*factor .. j*factor+factor-1 (used by instances and parallelize).
+  virtual std::shared_ptr<const Collective> refined(int factor) const = 0;
+};
+
+struct CollectiveOptions {
+  int nranks = 0;
+  int chunkFactor = 1;
+  bool inPlace = false;
+  int root = 0;  // broadcast and reduce
+};
+
+// Built-in collectives (not custom). Throws OptionError on bad sizes or root.
+std::shared_ptr<const Collective> makeCollective(CollectiveKind kind, const CollectiveOptions& options);
+
+// Custom collectives that chorus knows by name ("alltonext", seed 000 §7.4). Returns nullptr
+// for an unknown name. Users may register more (thread-safe).
+std::shared_ptr<const Collective> makeCustomCollective(const std::string& name,
+                                                       const CollectiveOptions& options);
+using CustomCollectiveFactory =
+    std::shared_ptr<const Collective> (*)(const CollectiveOptions& options);
+void registerCustomCollective(const std::string& name, CustomCollectiveFactory factory);
+
+// The collective an IR claims to implement, with the chunk factor derived from chunksPerLoop
+// (divided by nranks for allgather, reducescatter and alltoall). For a custom collective the
+// name is looked up first as algorithm.customName, then as algorithm.name and its prefix before
+// '-' or '_' (so "alltonext-forward" is AllToNext); an unknown custom collective gets a
+// definition with hasPostcondition() == false, inputs initialized on every rank.
+std::shared_ptr<const Collective> collectiveOf(const Algorithm& algorithm);
+
+}  // namespace chorus::ir
