@@ -1,0 +1,166 @@
+#include "compiler/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "compiler/assign_channels.h"
+#include "compiler/assign_threadblocks.h"
+#include "compiler/fuse_instructions.h"
+#include "compiler/insert_dependencies.h"
+#include "compiler/instr_graph.h"
+#include "compiler/lower_dag.h"
+#include "compiler/prune_waits.h"
+#include "compiler/replicate_instances.h"
+#include "ir/text_format.h"
+#include "support/error.h"
+#include "verify/verify.h"
+
+namespace chorus::compiler {
+
+namespace {
+
+struct PassInfo {
+  const char* name;
+  bool optional;
+};
+
+constexpr PassInfo kPasses[] = {
+    {"replicate-instances", false}, {"lower", false},
+    {"fuse-instructions", true},    {"assign-channels", false},
+    {"assign-threadblocks", false}, {"insert-dependencies", false},
+    {"prune-waits", true},          {"verify", true},
+};
+
+// Structural invariants of the instruction graph, checked after every graph pass.
+void checkInstrGraph(const InstrGraph& graph, const char* pass) {
+  for (const auto& in : graph.instrs) {
+    if (in.dead) continue;
+    for (int p : in.preds)
+      CHORUS_INTERNAL_ASSERT(p < in.id && !graph.instrs[p].dead && graph.instrs[p].rank == in.rank,
+                             fmt::format("after {}: bad processing edge %{} -> %{}", pass, p, in.id));
+    if (ir::opSends(in.op))
+      CHORUS_INTERNAL_ASSERT(in.sendMatch > in.id && graph.instrs[in.sendMatch].recvMatch == in.id,
+                             fmt::format("after {}: bad send match at %{}", pass, in.id));
+    if (ir::opReceives(in.op))
+      CHORUS_INTERNAL_ASSERT(in.recvMatch >= 0 && graph.instrs[in.recvMatch].sendMatch == in.id,
+                             fmt::format("after {}: bad receive match at %{}", pass, in.id));
+  }
+}
+
+std::string printState(const InstrGraph& graph) { return printInstrGraph(graph); }
+std::string printState(const ir::Dag& dag) {
+  return fmt::format("chunk dag '{}': {} ops\n", dag.name, dag.ops.size());
+}
+std::string printState(const ir::Algorithm& algorithm) { return ir::printText(algorithm); }
+
+void checkState(const InstrGraph& graph, const char* pass) { checkInstrGraph(graph, pass); }
+void checkState(const ir::Dag&, const char*) {}
+void checkState(const ir::Algorithm&, const char*) {}
+
+// Runs one pass: skips it when disabled, times it, prints the IR after it when
+// CHORUS_DEBUG_PASSES is set, and checks the IR's invariants.
+class PassRunner {
+ public:
+  explicit PassRunner(const CompileOptions& options) : options_(options), context_{options} {
+    debug_ = std::getenv("CHORUS_DEBUG_PASSES") != nullptr;
+  }
+
+  template <typename In, typename Fn>
+  auto run(const char* name, In&& input, Fn&& pass) {
+    using Out = decltype(pass(std::forward<In>(input), context_));
+    const auto start = std::chrono::steady_clock::now();
+    Out out = pass(std::forward<In>(input), context_);
+    const auto end = std::chrono::steady_clock::now();
+    stats_.push_back({name, std::chrono::duration<double, std::milli>(end - start).count(), false});
+    checkState(out, name);
+    if (debug_) std::fprintf(stderr, "=== after %s ===\n%s", name, printState(out).c_str());
+    return out;
+  }
+
+  template <typename T, typename Fn>
+  T runOptional(const char* name, T input, Fn&& pass) {
+    if (disabled(name)) {
+      stats_.push_back({name, 0, true});
+      return input;
+    }
+    return run(name, std::move(input), std::forward<Fn>(pass));
+  }
+
+  bool disabled(const char* name) const {
+    return std::find(options_.disabledPasses.begin(), options_.disabledPasses.end(), name) !=
+           options_.disabledPasses.end();
+  }
+  std::vector<PassStats> takeStats() { return std::move(stats_); }
+
+ private:
+  const CompileOptions& options_;
+  PassContext context_;
+  bool debug_ = false;
+  std::vector<PassStats> stats_;
+};
+
+void checkDisabledPasses(const CompileOptions& options) {
+  for (const auto& name : options.disabledPasses) {
+    auto it = std::find_if(std::begin(kPasses), std::end(kPasses),
+                           [&](const PassInfo& p) { return name == p.name; });
+    if (it == std::end(kPasses))
+      throw OptionError(fmt::format("unknown pass '{}'; passes: {}", name,
+                                    fmt::join(passNames(), ", ")));
+    if (!it->optional)
+      throw OptionError(fmt::format(
+          "pass '{}' cannot be disabled: the program is not executable without it; optional "
+          "passes are fuse-instructions, prune-waits and verify",
+          name));
+  }
+}
+
+ir::Algorithm verifyResult(ir::Algorithm algorithm, const CompileOptions& options,
+                           const std::shared_ptr<const ir::Collective>& collective) {
+  verify::VerifyOptions v;
+  v.fifoSlots = options.fifoSlots;
+  v.collective = collective;
+  const auto report = verify::verifyAlgorithm(algorithm, v);
+  if (!report.ok())
+    throw CompileError(fmt::format(
+        "the compiled '{}' failed verification (a chorus bug unless manual channels or "
+        "threadblocks forced it):\n{}",
+        algorithm.name, report.describe()));
+  return algorithm;
+}
+
+}  // namespace
+
+const std::vector<std::string>& passNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& p : kPasses) out.emplace_back(p.name);
+    return out;
+  }();
+  return names;
+}
+
+CompileResult compileProgram(const ir::Dag& dag, const CompileOptions& options) {
+  checkDisabledPasses(options);
+  if (!dag.collective) throw OptionError("compileProgram: the Dag has no collective");
+  PassRunner runner(options);
+  ir::Dag replicated = runner.run("replicate-instances", dag, replicateInstances);
+  const auto collective = replicated.collective;
+  InstrGraph graph = runner.run("lower", replicated, lowerDag);
+  graph = runner.runOptional("fuse-instructions", std::move(graph), fuseInstructions);
+  graph = runner.run("assign-channels", std::move(graph), assignChannels);
+  graph = runner.run("assign-threadblocks", std::move(graph), assignThreadblocks);
+  ir::Algorithm algorithm = runner.run("insert-dependencies", graph, insertDependencies);
+  algorithm = runner.runOptional("prune-waits", std::move(algorithm), pruneWaits);
+  if (options.verify)
+    algorithm = runner.runOptional("verify", std::move(algorithm),
+                                   [&](ir::Algorithm a, const PassContext&) {
+                                     return verifyResult(std::move(a), options, collective);
+                                   });
+  return {std::move(algorithm), runner.takeStats()};
+}
+
+}  // namespace chorus::compiler

@@ -16,6 +16,13 @@ ChunkValue ChunkValue::of(InputChunk chunk) {
   return v;
 }
 
+ChunkValue ChunkValue::sum(std::vector<InputChunk> parts) {
+  std::sort(parts.begin(), parts.end());
+  ChunkValue v;
+  v.parts_ = std::make_shared<const std::vector<InputChunk>>(std::move(parts));
+  return v;
+}
+
 ChunkValue ChunkValue::reduce(const ChunkValue& a, const ChunkValue& b) {
   CHORUS_INTERNAL_ASSERT(a.initialized() && b.initialized(), "reduce of an uninitialized value");
   std::vector<InputChunk> merged;
@@ -53,9 +60,9 @@ namespace {
 
 ChunkValue sumOver(int nranks, int index) {
   std::vector<InputChunk> parts;
-  ChunkValue v = ChunkValue::of({0, index});
-  for (int r = 1; r < nranks; ++r) v = ChunkValue::reduce(v, ChunkValue::of({r, index}));
-  return v;
+  parts.reserve(nranks);
+  for (int r = 0; r < nranks; ++r) parts.push_back({r, index});
+  return ChunkValue::sum(std::move(parts));
 }
 
 // Shared state and argument checks of the built-in collectives.

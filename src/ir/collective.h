@@ -27,6 +27,8 @@ class ChunkValue {
  public:
   ChunkValue() = default;
   static ChunkValue of(InputChunk chunk);
+  // The reduction of the given chunks (any order; duplicates are kept).
+  static ChunkValue sum(std::vector<InputChunk> parts);
   // Multiset union: the value of a ⊕ b. Both must be initialized.
   static ChunkValue reduce(const ChunkValue& a, const ChunkValue& b);
 
