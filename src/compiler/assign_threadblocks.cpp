@@ -96,38 +96,89 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
     throw OptionError(fmt::format("fifoSlots must be at least 1, got {}",
                                   context.options.fifoSlots));
   const auto order = scheduleInstructions(graph, context.options.fifoSlots);
+  const int waitCost = context.options.waitCost;
   const int nranks = graph.collective->nranks();
 
-  // Place local instructions; remember each slot's latest position in the order.
+  // Place local instructions, tracking per threadblock which steps of the rank's other
+  // threadblocks are known to have finished (vector clocks over the rank's slots).
   std::vector<std::vector<int>> slotsOfRank(nranks);
-  for (std::size_t s = 0; s < graph.slots.size(); ++s)
-    slotsOfRank[graph.slots[s].rank].push_back(static_cast<int>(s));
+  std::vector<int> indexInRank(graph.slots.size(), -1);
+  for (std::size_t s = 0; s < graph.slots.size(); ++s) {
+    auto& list = slotsOfRank[graph.slots[s].rank];
+    indexInRank[s] = static_cast<int>(list.size());
+    list.push_back(static_cast<int>(s));
+  }
+  std::vector<int> width(nranks);
+  for (int r = 0; r < nranks; ++r) width[r] = static_cast<int>(slotsOfRank[r].size()) + 1;
   std::vector<int> lastPosition(graph.slots.size(), -1);
+  std::vector<int> stepsOf(graph.slots.size(), 0);
+  std::vector<std::vector<int>> knowledge(graph.slots.size());
+  std::vector<std::vector<int>> after(graph.instrs.size());
+  std::vector<int> position(graph.instrs.size(), -1);
+  std::vector<int> rankPosition(nranks, 0);
+  auto knowledgeOf = [&](int slot) -> std::vector<int>& {
+    auto& k = knowledge[slot];
+    if (k.empty()) k.assign(width[graph.slots[slot].rank], -1);
+    return k;
+  };
+  auto covered = [&](int slot, const Instr& pred) {
+    return pred.slot == slot || knowledgeOf(slot)[indexInRank[pred.slot]] >= pred.step;
+  };
+  auto waitsOn = [&](int slot, const Instr& in) {
+    int waits = 0;
+    for (int p : in.preds) waits += covered(slot, graph.instrs[p]) ? 0 : 1;
+    return waits;
+  };
   for (std::size_t pos = 0; pos < order.size(); ++pos) {
     Instr& in = graph.instrs[order[pos]];
     if (in.slot < 0) {
+      // Earliest estimated start: a threadblock is busy until its latest instruction, the
+      // instruction is ready after its latest predecessor (positions in the rank's order stand in
+      // for time; GC3 §5.2), and each new cross-threadblock wait costs `waitCost`. Ties go to
+      // fewer waits, then to the least recently used threadblock.
       const int hint = in.sendTbHint;
+      int readyAt = -1;
+      for (int p : in.preds) readyAt = std::max(readyAt, position[p]);
       int chosen = -1;
+      std::tuple<int, int, int> best;
       for (int s : slotsOfRank[in.rank]) {
-        if (hint >= 0) {
-          if (graph.slots[s].manualId == hint) chosen = s;
-          continue;
+        if (hint >= 0 && graph.slots[s].manualId != hint) continue;
+        const int waits = waitsOn(s, in);
+        const std::tuple<int, int, int> key{std::max(readyAt, lastPosition[s]) + waitCost * waits,
+                                            waits, lastPosition[s]};
+        if (chosen < 0 || key < best) {
+          chosen = s;
+          best = key;
         }
-        if (chosen < 0 || lastPosition[s] < lastPosition[chosen]) chosen = s;
       }
       if (chosen < 0) {
         TbSlot slot;
         slot.rank = in.rank;
         slot.manualId = hint;
         graph.slots.push_back(slot);
-        lastPosition.push_back(-1);
         chosen = static_cast<int>(graph.slots.size()) - 1;
+        indexInRank.push_back(static_cast<int>(slotsOfRank[in.rank].size()));
         slotsOfRank[in.rank].push_back(chosen);
+        lastPosition.push_back(-1);
+        stepsOf.push_back(0);
+        knowledge.emplace_back();
+        CHORUS_INTERNAL_ASSERT(indexInRank.back() < width[in.rank], "one local slot per rank");
       }
       in.slot = chosen;
       in.channel = graph.slots[chosen].channel;
     }
-    lastPosition[in.slot] = static_cast<int>(pos);
+    auto& k = knowledgeOf(in.slot);
+    for (int p : in.preds) {
+      const Instr& pred = graph.instrs[p];
+      if (covered(in.slot, pred)) continue;
+      const auto& known = after[p];
+      for (std::size_t u = 0; u < k.size(); ++u) k[u] = std::max(k[u], known[u]);
+    }
+    in.step = stepsOf[in.slot]++;
+    k[indexInRank[in.slot]] = in.step;
+    after[in.id] = k;
+    lastPosition[in.slot] = rankPosition[in.rank];
+    position[in.id] = rankPosition[in.rank]++;
   }
 
   // Threadblock ids: manual ids first, then the rest sorted by (channel, send, recv).
@@ -157,12 +208,7 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
       tbOfSlot[s] = next++;
     }
   }
-  std::vector<int> stepsOf(graph.slots.size(), 0);
-  for (int id : order) {
-    Instr& in = graph.instrs[id];
-    in.tb = tbOfSlot[in.slot];
-    in.step = stepsOf[in.slot]++;
-  }
+  for (int id : order) graph.instrs[id].tb = tbOfSlot[graph.instrs[id].slot];
   return graph;
 }
 

@@ -13,9 +13,12 @@ namespace chorus::compiler {
 //  2. List-schedule with a heap keyed (depth, -reverse depth, trace id): an instruction is ready
 //     when its predecessors and, for a receive, its matching send are scheduled; a send is held
 //     back while its connection already has `fifoSlots` sends whose receives are unscheduled.
-//  3. Communication instructions run on the threadblock slot chosen by assignChannels; a local
-//     copy/reduce goes to the rank's threadblock whose latest instruction is earliest in the
-//     order (a new local threadblock if the rank has none).
+//  3. Communication instructions run on the threadblock slot chosen by assignChannels. A local
+//     copy/reduce goes to the rank's threadblock with the earliest estimated start: max(ready
+//     position, the threadblock's latest position) + waitCost × the waits it would need there,
+//     where a predecessor is already waited for if the threadblock's vector clock covers it.
+//     waitCost 0 is GC3's load balancing; large values pack dependent work together (fewer
+//     waits, less parallelism). A rank without threadblocks gets one local threadblock.
 //  4. Each threadblock runs its instructions in schedule order. Because every threadblock follows
 //     one global topological order in which no connection exceeds its FIFO, running all of them
 //     in lockstep never blocks, so the schedule cannot deadlock.
