@@ -70,6 +70,7 @@ class SlotTable {
     if (s >= 0) setMap(bySend_, Undo::sendMap, peerKey(in, channel, s), slot);
     if (r >= 0) setMap(byRecv_, Undo::recvMap, peerKey(in, channel, r), slot);
     in.slot = slot;
+    in.replicaChannel = channel;
     return true;
   }
 
@@ -138,9 +139,11 @@ class SlotTable {
     const int peer = sends ? in.sendPeer : in.recvPeer;
     const int paired = lookup(sends ? byRecv_ : bySend_, peerKey(in, channel, peer));
     if (paired >= 0 && (sends ? openSend(paired) : openRecv(paired))) return paired;
+    // Never pair with a slot this flow opened: its own later hops may need that side.
     auto& candidates = open_[openKey(in, channel)];
     for (int c : candidates) {
       const int slot = root(c);
+      if (slot >= static_cast<int>(slotsAtBegin_)) continue;
       if (sends ? openSend(slot) : openRecv(slot)) return slot;
     }
     return -1;
@@ -241,8 +244,10 @@ InstrGraph assignChannels(InstrGraph graph, const PassContext&) {
             start.where, start.rank, start.sendPeer, hint));
       continue;
     }
+    const auto& avoid = start.avoidChannels;
+    auto avoided = [&](int c) { return std::find(avoid.begin(), avoid.end(), c) != avoid.end(); };
     int channel = 0;
-    while (!tryPlace(channel))
+    while (avoided(channel) || !tryPlace(channel))
       if (++channel > kMaxSearch)
         throw CompileError(fmt::format("no channel fits the transfer traced at {}", start.where));
   }

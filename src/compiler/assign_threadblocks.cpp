@@ -1,6 +1,7 @@
 #include "compiler/assign_threadblocks.h"
 
 #include <algorithm>
+#include <deque>
 #include <queue>
 #include <tuple>
 #include <unordered_map>
@@ -18,37 +19,58 @@ std::uint64_t connectionKey(int rank, int peer, int channel) {
          static_cast<std::uint64_t>(channel);
 }
 
-// Global list schedule; returns instruction ids in order.
-std::vector<int> scheduleInstructions(const InstrGraph& graph, int fifoSlots) {
+struct ScheduleAttempt {
+  std::vector<int> order;
+  // When stuck on message order: the receive at the head of its connection that cannot run yet,
+  // and a later receive on the same connection that could.
+  int blockedHead = -1;
+  int readyLater = -1;
+  std::uint64_t fullConnection = 0;  // when stuck on the FIFO bound
+  bool stuckOnFifo = false;
+};
+
+// One list-scheduling attempt. `extra` adds same-threadblock order constraints between sends.
+ScheduleAttempt trySchedule(const InstrGraph& graph, const Depths& depths, int fifoSlots,
+                            const std::vector<std::vector<int>>& extra) {
   const int n = static_cast<int>(graph.instrs.size());
-  const Depths depths = computeDepths(graph);
   std::vector<std::vector<int>> succs(n);
   std::vector<int> pending(n, 0);
   int live = 0;
   for (const auto& in : graph.instrs) {
     if (in.dead) continue;
     ++live;
-    for (int p : in.preds) {
-      succs[p].push_back(in.id);
+    auto addEdge = [&](int from) {
+      succs[from].push_back(in.id);
       ++pending[in.id];
-    }
-    if (in.recvMatch >= 0) {
-      succs[in.recvMatch].push_back(in.id);
-      ++pending[in.id];
-    }
+    };
+    for (int p : in.preds) addEdge(p);
+    for (int p : extra[in.id]) addEdge(p);
+    if (in.recvMatch >= 0) addEdge(in.recvMatch);
   }
   using Key = std::tuple<int, int, int>;  // depth, -reverse depth, id
   std::priority_queue<Key, std::vector<Key>, std::greater<>> ready;
   std::unordered_map<std::uint64_t, int> outstanding;
   std::unordered_map<std::uint64_t, std::vector<int>> heldBack;
-  auto push = [&](int id) {
-    ready.push({depths.depth[id], -depths.reverseDepth[id], id});
+  // Receives per connection in send order: only the head may run (k-th send = k-th receive).
+  std::unordered_map<std::uint64_t, std::deque<int>> expected;
+  std::vector<char> waitingForTurn(n, 0);
+  auto push = [&](int id) { ready.push({depths.depth[id], -depths.reverseDepth[id], id}); };
+  auto release = [&](int id) {
+    const Instr& in = graph.instrs[id];
+    if (ir::opReceives(in.op)) {
+      const auto& queue = expected[connectionKey(in.recvPeer, in.rank, in.channel)];
+      if (queue.empty() || queue.front() != id) {
+        waitingForTurn[id] = 1;
+        return;
+      }
+    }
+    push(id);
   };
   for (const auto& in : graph.instrs)
-    if (!in.dead && pending[in.id] == 0) push(in.id);
+    if (!in.dead && pending[in.id] == 0) release(in.id);
 
-  std::vector<int> order;
-  order.reserve(live);
+  ScheduleAttempt attempt;
+  attempt.order.reserve(live);
   while (!ready.empty()) {
     const int id = std::get<2>(ready.top());
     ready.pop();
@@ -60,33 +82,111 @@ std::vector<int> scheduleInstructions(const InstrGraph& graph, int fifoSlots) {
         continue;
       }
       ++outstanding[key];
+      expected[key].push_back(in.sendMatch);
     }
     if (ir::opReceives(in.op)) {
       const auto key = connectionKey(in.recvPeer, in.rank, in.channel);
       --outstanding[key];
+      auto& queue = expected[key];
+      queue.pop_front();
+      if (!queue.empty() && waitingForTurn[queue.front()]) {
+        waitingForTurn[queue.front()] = 0;
+        push(queue.front());
+      }
       auto it = heldBack.find(key);
       if (it != heldBack.end()) {
         for (int h : it->second) push(h);
         heldBack.erase(it);
       }
     }
-    order.push_back(id);
+    attempt.order.push_back(id);
     for (int s : succs[id])
-      if (--pending[s] == 0) push(s);
+      if (--pending[s] == 0) release(s);
   }
-  if (static_cast<int>(order.size()) != live) {
-    for (const auto& [key, held] : heldBack)
-      if (!held.empty()) {
-        const Instr& in = graph.instrs[held.front()];
+  if (static_cast<int>(attempt.order.size()) == live) return attempt;
+  for (const auto& [key, queue] : expected)
+    for (std::size_t i = 1; i < queue.size(); ++i)
+      if (waitingForTurn[queue[i]]) {
+        attempt.blockedHead = queue.front();
+        attempt.readyLater = queue[i];
+        return attempt;
+      }
+  for (const auto& [key, held] : heldBack)
+    if (!held.empty()) {
+      attempt.stuckOnFifo = true;
+      attempt.fullConnection = key;
+      attempt.blockedHead = held.front();
+      return attempt;
+    }
+  CHORUS_INTERNAL_ASSERT(false, "instruction graph has a cycle");
+  return attempt;
+}
+
+// The plain send that starts the flow `id` belongs to.
+int flowStart(const InstrGraph& graph, int id) {
+  while (graph.instrs[id].op != ir::OpKind::send) id = graph.instrs[id].recvMatch;
+  return id;
+}
+
+// Global list schedule (see the header); returns instruction ids in order. When a receive would
+// have to overtake an earlier message on its connection, the two sends are reordered on the
+// sender and scheduling restarts.
+std::vector<int> scheduleInstructions(const InstrGraph& graph, int fifoSlots) {
+  const Depths depths = computeDepths(graph);
+  const int n = static_cast<int>(graph.instrs.size());
+  std::vector<std::vector<int>> extra(n);
+  for (;;) {
+    auto attempt = trySchedule(graph, depths, fifoSlots, extra);
+    if (attempt.blockedHead < 0) return std::move(attempt.order);
+    const Instr& head = graph.instrs[attempt.blockedHead];
+    if (attempt.stuckOnFifo) {
+      // The connection is full of messages its receiver cannot take yet: give the held-back
+      // send's flow its own channel (the pipeline reassigns channels), unless it is pinned.
+      const int start = flowStart(graph, head.id);
+      if (graph.instrs[start].channelHint >= 0)
         throw CompileError(fmt::format(
             "cannot schedule '{}' within {} outstanding sends per connection: rank {} must send "
             "to rank {} on channel {} (traced at {}) before the receiver can drain its earlier "
-            "sends; raise fifoSlots (--fifo-slots) or spread the transfers over more channels",
-            graph.name, fifoSlots, in.rank, in.sendPeer, in.channel, in.where));
-      }
-    CHORUS_INTERNAL_ASSERT(false, "instruction graph has a cycle");
+            "sends; raise fifoSlots (--fifo-slots) or put the transfer on another channel",
+            graph.name, fifoSlots, head.rank, head.sendPeer, head.channel, head.where));
+      throw ChannelConflict{start, head.replicaChannel};
+    }
+    // Send the later message first: its send gets ordered before the head's send.
+    const int firstSend = head.recvMatch;
+    const int laterSend = graph.instrs[attempt.readyLater].recvMatch;
+    std::vector<std::vector<int>> succs(n);
+    for (const auto& in : graph.instrs) {
+      if (in.dead) continue;
+      for (int p : in.preds) succs[p].push_back(in.id);
+      for (int p : extra[in.id]) succs[p].push_back(in.id);
+      if (in.recvMatch >= 0) succs[in.recvMatch].push_back(in.id);
+    }
+    std::vector<char> seen(n, 0);
+    std::vector<int> stack{firstSend};
+    bool cyclic = false;
+    while (!stack.empty() && !cyclic) {
+      const int id = stack.back();
+      stack.pop_back();
+      if (seen[id]) continue;
+      seen[id] = 1;
+      cyclic = id == laterSend;
+      for (int s : succs[id]) stack.push_back(s);
+    }
+    if (cyclic) {
+      // The receiver needs the later message first but the sender cannot send it first: move
+      // the later message's flow to another channel (the pipeline reassigns channels).
+      const int start = flowStart(graph, laterSend);
+      if (graph.instrs[start].channelHint >= 0)
+        throw CompileError(fmt::format(
+            "cannot order the messages from rank {} to rank {} on channel {}: the receiver needs "
+            "the transfer traced at {} before the one traced at {}, but the sender can only send "
+            "them the other way round; put one of them on another channel",
+            head.recvPeer, head.rank, head.channel, graph.instrs[attempt.readyLater].where,
+            head.where));
+      throw ChannelConflict{start, graph.instrs[laterSend].replicaChannel};
+    }
+    extra[firstSend].push_back(laterSend);
   }
-  return order;
 }
 
 }  // namespace

@@ -37,6 +37,8 @@ struct Instr {
   bool dead = false;       // folded into another instr by fusion
   std::string where;       // DSL source location
   // Scheduling results.
+  std::vector<int> avoidChannels;  // flow starts: channels (within the replica) not to use
+  int replicaChannel = -1;  // channel within the replica's range (set by assignChannels)
   int channel = -1;  // channel of the tb that runs it (set by assignChannels for comm ops)
   int slot = -1;     // threadblock slot chosen by assignChannels (index into InstrGraph::slots)
   int tb = -1;
@@ -61,6 +63,14 @@ struct InstrGraph {
   std::vector<Instr> instrs;
   std::vector<TbSlot> slots;
   int replicaCount = 1;
+};
+
+// Thrown by assignThreadblocks when two messages on one connection must be received in the
+// opposite order to the one they can be sent in; the pipeline moves the flow starting at
+// `flowStart` off `replicaChannel` and assigns channels again.
+struct ChannelConflict {
+  int flowStart = -1;
+  int replicaChannel = -1;
 };
 
 struct PassContext {

@@ -151,8 +151,23 @@ CompileResult compileProgram(const ir::Dag& dag, const CompileOptions& options) 
   const auto collective = replicated.collective;
   InstrGraph graph = runner.run("lower", replicated, lowerDag);
   graph = runner.runOptional("fuse-instructions", std::move(graph), fuseInstructions);
-  graph = runner.run("assign-channels", std::move(graph), assignChannels);
-  graph = runner.run("assign-threadblocks", std::move(graph), assignThreadblocks);
+  // Channel assignment and scheduling iterate when two flows' messages cannot keep their order on
+  // one connection (the scheduler names a flow to move to another channel).
+  constexpr int kMaxChannelRetries = 256;
+  for (int retry = 0;; ++retry) {
+    try {
+      InstrGraph channels = runner.run("assign-channels", graph, assignChannels);
+      graph = runner.run("assign-threadblocks", std::move(channels), assignThreadblocks);
+      break;
+    } catch (const ChannelConflict& conflict) {
+      if (retry == kMaxChannelRetries)
+        throw CompileError(fmt::format(
+            "'{}': no channel assignment keeps every connection's messages in order after {} "
+            "attempts (last conflict at the transfer traced at {}); add channel hints",
+            graph.name, kMaxChannelRetries, graph.instrs[conflict.flowStart].where));
+      graph.instrs[conflict.flowStart].avoidChannels.push_back(conflict.replicaChannel);
+    }
+  }
   ir::Algorithm algorithm = runner.run("insert-dependencies", graph, insertDependencies);
   algorithm = runner.runOptional("prune-waits", std::move(algorithm), pruneWaits);
   if (options.verify)

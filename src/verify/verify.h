@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/algorithm.h"
@@ -44,6 +45,14 @@ struct VerifyOptions {
 struct VerifyReport {
   std::vector<Finding> findings;
   bool postconditionChecked = false;  // false for custom collectives chorus does not know
+  // What was checked, for describe(): set by verifyAlgorithm.
+  bool deadlockChecked = false;
+  bool racesChecked = false;
+  int nranks = 0;
+  int fifoSlots = 0;
+  int iterations = 0;
+  std::string postconditionSkipped;  // why the postcondition was not checked ("" if it was)
+  bool truncated = false;            // more findings existed than maxFindings allowed
   bool ok() const { return findings.empty(); }
   // One line per finding, or "ok" with what was checked.
   std::string describe() const;
