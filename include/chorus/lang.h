@@ -26,7 +26,7 @@ struct OpOptions {
 };
 
 struct ProgramOptions {
-  int instances = 1;                  // replicate the whole program on distinct channels
+  int instances = 1;  // replicate the whole program on distinct channels
   Protocol protocol = Protocol::simple;
 };
 
@@ -56,7 +56,11 @@ class ChunkRef {
  private:
   friend class Program;
   ChunkRef(Program* program, int rank, Buffer buffer, int index, int count, std::uint64_t stamp)
-      : program_(program), rank_(rank), buffer_(buffer), index_(index), count_(count),
+      : program_(program),
+        rank_(rank),
+        buffer_(buffer),
+        index_(index),
+        count_(count),
         stamp_(stamp) {}
   Program* program_;
   int rank_;
@@ -145,7 +149,8 @@ std::shared_ptr<const ir::Collective> allReduce(int nranks, int chunkFactor, boo
 std::shared_ptr<const ir::Collective> allGather(int nranks, int chunkFactor, bool inPlace);
 std::shared_ptr<const ir::Collective> reduceScatter(int nranks, int chunkFactor, bool inPlace);
 std::shared_ptr<const ir::Collective> allToAll(int nranks, int chunkFactor, bool inPlace);
-std::shared_ptr<const ir::Collective> broadcast(int nranks, int chunkFactor, int root, bool inPlace);
+std::shared_ptr<const ir::Collective> broadcast(int nranks, int chunkFactor, int root,
+                                                bool inPlace);
 std::shared_ptr<const ir::Collective> reduce(int nranks, int chunkFactor, int root, bool inPlace);
 // AllToNext (seed 000 §7.4): rank i's input ends in rank i+1's output; the last rank sends nothing.
 std::shared_ptr<const ir::Collective> allToNext(int nranks, int chunkFactor);

@@ -24,7 +24,8 @@ class SlotTable {
     slotsAtBegin_ = graph_.slots.size();
   }
   void rollbackFlow() {
-    for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) restore(*it);
+    for (auto it = undo_.rbegin(); it != undo_.rend(); ++it)
+      restore(*it);
     undo_.clear();
     graph_.slots.resize(slotsAtBegin_);
     parent_.resize(slotsAtBegin_);
@@ -76,7 +77,8 @@ class SlotTable {
 
   // Root slot of a slot id (after merges).
   int root(int slot) const {
-    while (parent_[slot] != slot) slot = parent_[slot];
+    while (parent_[slot] != slot)
+      slot = parent_[slot];
     return slot;
   }
   std::pair<int, int> slotNamespace(int slot) const {
@@ -110,7 +112,9 @@ class SlotTable {
            (static_cast<std::uint64_t>(in.replica & 0xfff) << 32) |
            (static_cast<std::uint64_t>(channel & 0xfff) << 20) | static_cast<std::uint64_t>(peer);
   }
-  static std::uint64_t openKey(const Instr& in, int channel) { return peerKey(in, channel, 0xfffff); }
+  static std::uint64_t openKey(const Instr& in, int channel) {
+    return peerKey(in, channel, 0xfffff);
+  }
 
   int lookup(const std::unordered_map<std::uint64_t, int>& map, std::uint64_t key) const {
     auto it = map.find(key);
@@ -270,7 +274,8 @@ InstrGraph assignChannels(InstrGraph graph, const PassContext&) {
   for (const auto& [replica, channel] : spaces)
     used[replica] = std::max(used[replica], channel + 1);
   std::vector<int> base(graph.replicaCount, 0);
-  for (int q = 1; q < graph.replicaCount; ++q) base[q] = base[q - 1] + used[q - 1];
+  for (int q = 1; q < graph.replicaCount; ++q)
+    base[q] = base[q - 1] + used[q - 1];
   for (std::size_t s = 0; s < roots.size(); ++s)
     roots[s].channel = base[spaces[s].first] + spaces[s].second;
   graph.slots = std::move(roots);

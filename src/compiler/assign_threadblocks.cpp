@@ -43,8 +43,10 @@ ScheduleAttempt trySchedule(const InstrGraph& graph, const Depths& depths, int f
       succs[from].push_back(in.id);
       ++pending[in.id];
     };
-    for (int p : in.preds) addEdge(p);
-    for (int p : extra[in.id]) addEdge(p);
+    for (int p : in.preds)
+      addEdge(p);
+    for (int p : extra[in.id])
+      addEdge(p);
     if (in.recvMatch >= 0) addEdge(in.recvMatch);
   }
   using Key = std::tuple<int, int, int>;  // depth, -reverse depth, id
@@ -95,7 +97,8 @@ ScheduleAttempt trySchedule(const InstrGraph& graph, const Depths& depths, int f
       }
       auto it = heldBack.find(key);
       if (it != heldBack.end()) {
-        for (int h : it->second) push(h);
+        for (int h : it->second)
+          push(h);
         heldBack.erase(it);
       }
     }
@@ -124,7 +127,8 @@ ScheduleAttempt trySchedule(const InstrGraph& graph, const Depths& depths, int f
 
 // The plain send that starts the flow `id` belongs to.
 int flowStart(const InstrGraph& graph, int id) {
-  while (graph.instrs[id].op != ir::OpKind::send) id = graph.instrs[id].recvMatch;
+  while (graph.instrs[id].op != ir::OpKind::send)
+    id = graph.instrs[id].recvMatch;
   return id;
 }
 
@@ -157,8 +161,10 @@ std::vector<int> scheduleInstructions(const InstrGraph& graph, int fifoSlots) {
     std::vector<std::vector<int>> succs(n);
     for (const auto& in : graph.instrs) {
       if (in.dead) continue;
-      for (int p : in.preds) succs[p].push_back(in.id);
-      for (int p : extra[in.id]) succs[p].push_back(in.id);
+      for (int p : in.preds)
+        succs[p].push_back(in.id);
+      for (int p : extra[in.id])
+        succs[p].push_back(in.id);
       if (in.recvMatch >= 0) succs[in.recvMatch].push_back(in.id);
     }
     std::vector<char> seen(n, 0);
@@ -170,7 +176,8 @@ std::vector<int> scheduleInstructions(const InstrGraph& graph, int fifoSlots) {
       if (seen[id]) continue;
       seen[id] = 1;
       cyclic = id == laterSend;
-      for (int s : succs[id]) stack.push_back(s);
+      for (int s : succs[id])
+        stack.push_back(s);
     }
     if (cyclic) {
       // The receiver needs the later message first but the sender cannot send it first: move
@@ -193,8 +200,8 @@ std::vector<int> scheduleInstructions(const InstrGraph& graph, int fifoSlots) {
 
 InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
   if (context.options.fifoSlots < 1)
-    throw OptionError(fmt::format("fifoSlots must be at least 1, got {}",
-                                  context.options.fifoSlots));
+    throw OptionError(
+        fmt::format("fifoSlots must be at least 1, got {}", context.options.fifoSlots));
   const auto order = scheduleInstructions(graph, context.options.fifoSlots);
   const int waitCost = context.options.waitCost;
   const int nranks = graph.collective->nranks();
@@ -209,7 +216,8 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
     list.push_back(static_cast<int>(s));
   }
   std::vector<int> width(nranks);
-  for (int r = 0; r < nranks; ++r) width[r] = static_cast<int>(slotsOfRank[r].size()) + 1;
+  for (int r = 0; r < nranks; ++r)
+    width[r] = static_cast<int>(slotsOfRank[r].size()) + 1;
   std::vector<int> lastPosition(graph.slots.size(), -1);
   std::vector<int> stepsOf(graph.slots.size(), 0);
   std::vector<std::vector<int>> knowledge(graph.slots.size());
@@ -226,7 +234,8 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
   };
   auto waitsOn = [&](int slot, const Instr& in) {
     int waits = 0;
-    for (int p : in.preds) waits += covered(slot, graph.instrs[p]) ? 0 : 1;
+    for (int p : in.preds)
+      waits += covered(slot, graph.instrs[p]) ? 0 : 1;
     return waits;
   };
   for (std::size_t pos = 0; pos < order.size(); ++pos) {
@@ -238,7 +247,8 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
       // fewer waits, then to the least recently used threadblock.
       const int hint = in.sendTbHint;
       int readyAt = -1;
-      for (int p : in.preds) readyAt = std::max(readyAt, position[p]);
+      for (int p : in.preds)
+        readyAt = std::max(readyAt, position[p]);
       int chosen = -1;
       std::tuple<int, int, int> best;
       for (int s : slotsOfRank[in.rank]) {
@@ -272,7 +282,8 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
       const Instr& pred = graph.instrs[p];
       if (covered(in.slot, pred)) continue;
       const auto& known = after[p];
-      for (std::size_t u = 0; u < k.size(); ++u) k[u] = std::max(k[u], known[u]);
+      for (std::size_t u = 0; u < k.size(); ++u)
+        k[u] = std::max(k[u], known[u]);
     }
     in.step = stepsOf[in.slot]++;
     k[indexInRank[in.slot]] = in.step;
@@ -304,11 +315,13 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
     });
     int next = 0;
     for (int s : automatic) {
-      while (next < static_cast<int>(taken.size()) && taken[next]) ++next;
+      while (next < static_cast<int>(taken.size()) && taken[next])
+        ++next;
       tbOfSlot[s] = next++;
     }
   }
-  for (int id : order) graph.instrs[id].tb = tbOfSlot[graph.instrs[id].slot];
+  for (int id : order)
+    graph.instrs[id].tb = tbOfSlot[graph.instrs[id].slot];
   return graph;
 }
 

@@ -7,7 +7,9 @@ namespace chorus::compiler {
 
 namespace {
 
-bool hintsCompatible(int a, int b) { return a < 0 || b < 0 || a == b; }
+bool hintsCompatible(int a, int b) {
+  return a < 0 || b < 0 || a == b;
+}
 
 bool isSubsetOf(const std::vector<int>& items, int self, const std::vector<int>& allowed) {
   for (int x : items)
@@ -35,7 +37,8 @@ bool valueDeadAfter(const InstrGraph& graph, const Instr& r, const Instr& s,
                            [&](const Access& a) { return a.instr == r.id && a.write; });
     if (it == list.end()) return false;
     ++it;
-    while (it != list.end() && it->instr == s.id) ++it;
+    while (it != list.end() && it->instr == s.id)
+      ++it;
     if (it == list.end()) {
       if (observedAtEnd(*graph.collective, r.rank, r.dstBuffer)) return false;
       continue;
@@ -145,7 +148,8 @@ InstrGraph fuseInstructions(InstrGraph graph, const PassContext&) {
   std::vector<std::vector<int>> succs(n);
   for (const auto& in : graph.instrs)
     if (!in.dead)
-      for (int p : in.preds) succs[p].push_back(in.id);
+      for (int p : in.preds)
+        succs[p].push_back(in.id);
   foldReceiveCopies(graph, succs);
   const Depths depths = computeDepths(graph);
   const LocationIndex index(graph);
@@ -172,7 +176,7 @@ InstrGraph fuseInstructions(InstrGraph graph, const PassContext&) {
       r.op = ir::OpKind::recvCopySend;
     else
       r.op = valueDeadAfter(graph, r, s, index, accesses) ? ir::OpKind::recvReduceSend
-                                                   : ir::OpKind::recvReduceCopySend;
+                                                          : ir::OpKind::recvReduceCopySend;
     r.sendPeer = s.sendPeer;
     r.sendMatch = s.sendMatch;
     graph.instrs[s.sendMatch].recvMatch = r.id;

@@ -19,7 +19,8 @@ bool aliasedAway(const ir::Collective& c, int rank, ir::BufferKind buffer) {
 void markDependents(ir::Algorithm& algorithm) {
   for (auto& rank : algorithm.ranks) {
     for (auto& tb : rank.threadblocks)
-      for (auto& step : tb.steps) step.hasDependents = false;
+      for (auto& step : tb.steps)
+        step.hasDependents = false;
     for (auto& tb : rank.threadblocks)
       for (auto& step : tb.steps)
         for (const auto& dep : step.deps)
@@ -61,7 +62,8 @@ ir::Algorithm insertDependencies(const InstrGraph& graph, const PassContext& con
     if (static_cast<int>(tbs.size()) <= in.tb) {
       const int old = static_cast<int>(tbs.size());
       tbs.resize(in.tb + 1);
-      for (int t = old; t <= in.tb; ++t) tbs[t].id = t;
+      for (int t = old; t <= in.tb; ++t)
+        tbs[t].id = t;
     }
     auto& tb = tbs[in.tb];
     const TbSlot& slot = graph.slots[in.slot];
@@ -97,7 +99,8 @@ ir::Algorithm insertDependencies(const InstrGraph& graph, const PassContext& con
       s = std::max(s, pred.step);
     }
     step.deps.clear();
-    for (const auto& [tb2, s] : latest) step.deps.push_back({tb2, s});
+    for (const auto& [tb2, s] : latest)
+      step.deps.push_back({tb2, s});
   }
   markDependents(a);
   return a;

@@ -34,9 +34,12 @@ std::vector<std::vector<Access>> collectAccesses(const InstrGraph& graph,
     const bool readsDst = ir::opReadsDst(in.op);
     const bool writesDst = ir::opWritesDst(in.op);
     for (int i = 0; i < in.count; ++i) {
-      if (readsSrc) accesses[index.id(in.rank, in.srcBuffer, in.srcIndex + i)].push_back({in.id, false});
-      if (readsDst) accesses[index.id(in.rank, in.dstBuffer, in.dstIndex + i)].push_back({in.id, false});
-      if (writesDst) accesses[index.id(in.rank, in.dstBuffer, in.dstIndex + i)].push_back({in.id, true});
+      if (readsSrc)
+        accesses[index.id(in.rank, in.srcBuffer, in.srcIndex + i)].push_back({in.id, false});
+      if (readsDst)
+        accesses[index.id(in.rank, in.dstBuffer, in.dstIndex + i)].push_back({in.id, false});
+      if (writesDst)
+        accesses[index.id(in.rank, in.dstBuffer, in.dstIndex + i)].push_back({in.id, true});
     }
   }
   return accesses;
@@ -51,14 +54,16 @@ Depths computeDepths(const InstrGraph& graph) {
   for (const auto& in : graph.instrs) {
     if (in.dead) continue;
     int depth = 0;
-    for (int p : in.preds) depth = std::max(depth, d.depth[p] + 1);
+    for (int p : in.preds)
+      depth = std::max(depth, d.depth[p] + 1);
     if (in.recvMatch >= 0) depth = std::max(depth, d.depth[in.recvMatch] + 1);
     d.depth[in.id] = depth;
   }
   for (int i = n - 1; i >= 0; --i) {
     const auto& in = graph.instrs[i];
     if (in.dead) continue;
-    for (int p : in.preds) d.reverseDepth[p] = std::max(d.reverseDepth[p], d.reverseDepth[i] + 1);
+    for (int p : in.preds)
+      d.reverseDepth[p] = std::max(d.reverseDepth[p], d.reverseDepth[i] + 1);
     if (in.recvMatch >= 0)
       d.reverseDepth[in.recvMatch] = std::max(d.reverseDepth[in.recvMatch], d.reverseDepth[i] + 1);
   }
@@ -66,8 +71,8 @@ Depths computeDepths(const InstrGraph& graph) {
 }
 
 std::string printInstrGraph(const InstrGraph& graph) {
-  std::string out = fmt::format("instruction graph '{}': {} instructions\n", graph.name,
-                                graph.instrs.size());
+  std::string out =
+      fmt::format("instruction graph '{}': {} instructions\n", graph.name, graph.instrs.size());
   for (const auto& in : graph.instrs) {
     if (in.dead) continue;
     out += fmt::format("  %{} r{} {} {}[{}] -> {}[{}] x{}", in.id, in.rank, ir::opName(in.op),
@@ -79,7 +84,8 @@ std::string printInstrGraph(const InstrGraph& graph) {
     if (in.tb >= 0) out += fmt::format(" tb={} step={}", in.tb, in.step);
     if (!in.preds.empty()) {
       out += " after";
-      for (int p : in.preds) out += fmt::format(" %{}", p);
+      for (int p : in.preds)
+        out += fmt::format(" %{}", p);
     }
     out += '\n';
   }

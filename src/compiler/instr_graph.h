@@ -30,15 +30,15 @@ struct Instr {
   int sendMatch = -1;  // ops that send: the receiving instr on sendPeer
   int recvMatch = -1;  // ops that receive: the sending instr on recvPeer
   int channelHint = -1;
-  int sendTbHint = -1;  // manual threadblock on this rank for the sending part
-  int recvTbHint = -1;  // manual threadblock on this rank for the receiving part
-  int replica = 0;      // which parallel/instance replica made it (channels never shared)
+  int sendTbHint = -1;     // manual threadblock on this rank for the sending part
+  int recvTbHint = -1;     // manual threadblock on this rank for the receiving part
+  int replica = 0;         // which parallel/instance replica made it (channels never shared)
   std::vector<int> preds;  // same-rank processing predecessors, sorted, unique
   bool dead = false;       // folded into another instr by fusion
   std::string where;       // DSL source location
   // Scheduling results.
   std::vector<int> avoidChannels;  // flow starts: channels (within the replica) not to use
-  int replicaChannel = -1;  // channel within the replica's range (set by assignChannels)
+  int replicaChannel = -1;         // channel within the replica's range (set by assignChannels)
   int channel = -1;  // channel of the tb that runs it (set by assignChannels for comm ops)
   int slot = -1;     // threadblock slot chosen by assignChannels (index into InstrGraph::slots)
   int tb = -1;

@@ -28,7 +28,8 @@ void linkAccesses(Instr& in, const LocationIndex& index, std::vector<LocationSta
       auto& st = states[index.id(in.rank, in.dstBuffer, in.dstIndex + i)];
       addPred(st.lastWriter);
       if (writesDst)
-        for (int r : st.readers) addPred(r);
+        for (int r : st.readers)
+          addPred(r);
     }
   }
   std::sort(in.preds.begin(), in.preds.end());
@@ -53,7 +54,8 @@ InstrGraph lowerDag(const ir::Dag& dag, const PassContext&) {
   graph.collective = dag.collective;
   graph.protocol = dag.protocol;
   graph.scratchChunks = dag.scratchChunks;
-  for (const auto& op : dag.ops) graph.replicaCount = std::max(graph.replicaCount, op.replica + 1);
+  for (const auto& op : dag.ops)
+    graph.replicaCount = std::max(graph.replicaCount, op.replica + 1);
 
   const auto& c = *dag.collective;
   auto canonical = [&](const ir::ChunkLoc& loc) {
@@ -119,7 +121,8 @@ InstrGraph lowerDag(const ir::Dag& dag, const PassContext&) {
   const LocationIndex index(graph);
   std::vector<LocationState> states(index.size());
   // Only local operands are linked: a send's dst and a recv's src name the peer's buffer.
-  for (auto& in : graph.instrs) linkAccesses(in, index, states);
+  for (auto& in : graph.instrs)
+    linkAccesses(in, index, states);
   return graph;
 }
 

@@ -40,8 +40,9 @@ void checkInstrGraph(const InstrGraph& graph, const char* pass) {
   for (const auto& in : graph.instrs) {
     if (in.dead) continue;
     for (int p : in.preds)
-      CHORUS_INTERNAL_ASSERT(p < in.id && !graph.instrs[p].dead && graph.instrs[p].rank == in.rank,
-                             fmt::format("after {}: bad processing edge %{} -> %{}", pass, p, in.id));
+      CHORUS_INTERNAL_ASSERT(
+          p < in.id && !graph.instrs[p].dead && graph.instrs[p].rank == in.rank,
+          fmt::format("after {}: bad processing edge %{} -> %{}", pass, p, in.id));
     if (ir::opSends(in.op))
       CHORUS_INTERNAL_ASSERT(in.sendMatch > in.id && graph.instrs[in.sendMatch].recvMatch == in.id,
                              fmt::format("after {}: bad send match at %{}", pass, in.id));
@@ -51,13 +52,19 @@ void checkInstrGraph(const InstrGraph& graph, const char* pass) {
   }
 }
 
-std::string printState(const InstrGraph& graph) { return printInstrGraph(graph); }
+std::string printState(const InstrGraph& graph) {
+  return printInstrGraph(graph);
+}
 std::string printState(const ir::Dag& dag) {
   return fmt::format("chunk dag '{}': {} ops\n", dag.name, dag.ops.size());
 }
-std::string printState(const ir::Algorithm& algorithm) { return ir::printText(algorithm); }
+std::string printState(const ir::Algorithm& algorithm) {
+  return ir::printText(algorithm);
+}
 
-void checkState(const InstrGraph& graph, const char* pass) { checkInstrGraph(graph, pass); }
+void checkState(const InstrGraph& graph, const char* pass) {
+  checkInstrGraph(graph, pass);
+}
 void checkState(const ir::Dag&, const char*) {}
 void checkState(const ir::Algorithm&, const char*) {}
 
@@ -108,8 +115,8 @@ void checkDisabledPasses(const CompileOptions& options) {
     auto it = std::find_if(std::begin(kPasses), std::end(kPasses),
                            [&](const PassInfo& p) { return name == p.name; });
     if (it == std::end(kPasses))
-      throw OptionError(fmt::format("unknown pass '{}'; passes: {}", name,
-                                    fmt::join(passNames(), ", ")));
+      throw OptionError(
+          fmt::format("unknown pass '{}'; passes: {}", name, fmt::join(passNames(), ", ")));
     if (!it->optional)
       throw OptionError(fmt::format(
           "pass '{}' cannot be disabled: the program is not executable without it; optional "
@@ -125,10 +132,10 @@ ir::Algorithm verifyResult(ir::Algorithm algorithm, const CompileOptions& option
   v.collective = collective;
   const auto report = verify::verifyAlgorithm(algorithm, v);
   if (!report.ok())
-    throw CompileError(fmt::format(
-        "the compiled '{}' failed verification (a chorus bug unless manual channels or "
-        "threadblocks forced it):\n{}",
-        algorithm.name, report.describe()));
+    throw CompileError(
+        fmt::format("the compiled '{}' failed verification (a chorus bug unless manual channels or "
+                    "threadblocks forced it):\n{}",
+                    algorithm.name, report.describe()));
   return algorithm;
 }
 
@@ -137,7 +144,8 @@ ir::Algorithm verifyResult(ir::Algorithm algorithm, const CompileOptions& option
 const std::vector<std::string>& passNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
-    for (const auto& p : kPasses) out.emplace_back(p.name);
+    for (const auto& p : kPasses)
+      out.emplace_back(p.name);
     return out;
   }();
   return names;

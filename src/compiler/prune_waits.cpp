@@ -15,7 +15,8 @@ void pruneRank(ir::RankProgram& rank) {
   const int m = static_cast<int>(tbs.size());
   // Dense step ids.
   std::vector<int> base(m + 1, 0);
-  for (int t = 0; t < m; ++t) base[t + 1] = base[t] + static_cast<int>(tbs[t].steps.size());
+  for (int t = 0; t < m; ++t)
+    base[t + 1] = base[t] + static_cast<int>(tbs[t].steps.size());
   const int total = base[m];
   auto idOf = [&](int t, int s) { return base[t] + s; };
   // Kahn over program order + deps.
@@ -38,7 +39,8 @@ void pruneRank(ir::RankProgram& rank) {
     if (indegree[id] == 0) ready.push(id);
   std::vector<int> tbOf(total);
   for (int t = 0; t < m; ++t)
-    for (int id = base[t]; id < base[t + 1]; ++id) tbOf[id] = t;
+    for (int id = base[t]; id < base[t + 1]; ++id)
+      tbOf[id] = t;
 
   // after[id] = clock known once step id has finished: entry u = highest finished step of tb u.
   std::vector<std::vector<int>> after(total);
@@ -55,8 +57,10 @@ void pruneRank(ir::RankProgram& rank) {
     std::vector<ir::StepRef> order = deps;
     std::sort(order.begin(), order.end(), [&](const ir::StepRef& a, const ir::StepRef& b) {
       int sa = 0, sb = 0;
-      for (int v : after[idOf(a.tb, a.step)]) sa += v;
-      for (int v : after[idOf(b.tb, b.step)]) sb += v;
+      for (int v : after[idOf(a.tb, a.step)])
+        sa += v;
+      for (int v : after[idOf(b.tb, b.step)])
+        sb += v;
       return sa != sb ? sa > sb : a < b;
     });
     std::vector<ir::StepRef> kept;
@@ -64,7 +68,8 @@ void pruneRank(ir::RankProgram& rank) {
       if (known[d.tb] >= d.step) continue;
       kept.push_back(d);
       const auto& other = after[idOf(d.tb, d.step)];
-      for (int u = 0; u < m; ++u) known[u] = std::max(known[u], other[u]);
+      for (int u = 0; u < m; ++u)
+        known[u] = std::max(known[u], other[u]);
     }
     std::sort(kept.begin(), kept.end());
     deps = std::move(kept);
@@ -79,7 +84,8 @@ void pruneRank(ir::RankProgram& rank) {
 }  // namespace
 
 ir::Algorithm pruneWaits(ir::Algorithm algorithm, const PassContext&) {
-  for (auto& rank : algorithm.ranks) pruneRank(rank);
+  for (auto& rank : algorithm.ranks)
+    pruneRank(rank);
   markDependents(algorithm);
   return algorithm;
 }

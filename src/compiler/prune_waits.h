@@ -3,8 +3,8 @@
 // known to start after (tb, k') with k' >= k, through program order or earlier kept waits.
 #pragma once
 
-#include "ir/algorithm.h"
 #include "compiler/instr_graph.h"
+#include "ir/algorithm.h"
 
 namespace chorus::compiler {
 

@@ -38,7 +38,8 @@ std::vector<std::pair<Unit, int>> contiguousRuns(const std::vector<Unit>& units)
 
 ir::Dag replicateInstances(const ir::Dag& dag, const PassContext&) {
   int lcm = 1;
-  for (const auto& op : dag.ops) lcm = std::lcm(lcm, op.parallel);
+  for (const auto& op : dag.ops)
+    lcm = std::lcm(lcm, op.parallel);
   const int factor = dag.instances * lcm;
   ir::Dag out;
   out.name = dag.name;
@@ -46,7 +47,8 @@ ir::Dag replicateInstances(const ir::Dag& dag, const PassContext&) {
   out.instances = 1;
   out.collective = factor == 1 ? dag.collective : dag.collective->refined(factor);
   out.scratchChunks = dag.scratchChunks;
-  for (auto& s : out.scratchChunks) s *= factor;
+  for (auto& s : out.scratchChunks)
+    s *= factor;
   if (factor == 1) {
     out.ops = dag.ops;
     for (auto& op : out.ops) {
@@ -65,12 +67,14 @@ ir::Dag replicateInstances(const ir::Dag& dag, const PassContext&) {
       std::vector<Unit> partMajor, chunkMajor;
       for (int s = q * perReplica; s < (q + 1) * perReplica; ++s)
         for (int i = 0; i < op.count; ++i)
-          partMajor.push_back({physicalIndex(op.src.buffer, op.src.index + i, s, factor, srcScratch),
-                               physicalIndex(op.dst.buffer, op.dst.index + i, s, factor, dstScratch)});
+          partMajor.push_back(
+              {physicalIndex(op.src.buffer, op.src.index + i, s, factor, srcScratch),
+               physicalIndex(op.dst.buffer, op.dst.index + i, s, factor, dstScratch)});
       for (int i = 0; i < op.count; ++i)
         for (int s = q * perReplica; s < (q + 1) * perReplica; ++s)
-          chunkMajor.push_back({physicalIndex(op.src.buffer, op.src.index + i, s, factor, srcScratch),
-                                physicalIndex(op.dst.buffer, op.dst.index + i, s, factor, dstScratch)});
+          chunkMajor.push_back(
+              {physicalIndex(op.src.buffer, op.src.index + i, s, factor, srcScratch),
+               physicalIndex(op.dst.buffer, op.dst.index + i, s, factor, dstScratch)});
       auto runs = contiguousRuns(partMajor);
       auto other = contiguousRuns(chunkMajor);
       if (other.size() < runs.size()) runs = std::move(other);

@@ -39,20 +39,23 @@ std::string lower(std::string_view text) {
 int channelCount(const Algorithm& algorithm) {
   int maxChannel = 0;
   for (const auto& rank : algorithm.ranks)
-    for (const auto& tb : rank.threadblocks) maxChannel = std::max(maxChannel, tb.channel);
+    for (const auto& tb : rank.threadblocks)
+      maxChannel = std::max(maxChannel, tb.channel);
   return maxChannel + 1;
 }
 
 std::size_t stepCount(const Algorithm& algorithm) {
   std::size_t n = 0;
   for (const auto& rank : algorithm.ranks)
-    for (const auto& tb : rank.threadblocks) n += tb.steps.size();
+    for (const auto& tb : rank.threadblocks)
+      n += tb.steps.size();
   return n;
 }
 
 std::size_t threadblockCount(const Algorithm& algorithm) {
   std::size_t n = 0;
-  for (const auto& rank : algorithm.ranks) n += rank.threadblocks.size();
+  for (const auto& rank : algorithm.ranks)
+    n += rank.threadblocks.size();
   return n;
 }
 
@@ -77,7 +80,9 @@ bool opWritesDst(OpKind op) {
          op == OpKind::recvReduceCopySend || op == OpKind::copy || op == OpKind::reduce;
 }
 
-bool opReadsDst(OpKind op) { return op == OpKind::reduce; }
+bool opReadsDst(OpKind op) {
+  return op == OpKind::reduce;
+}
 
 std::string_view opName(OpKind op) {
   for (const auto& info : kOps)
@@ -105,14 +110,19 @@ std::optional<OpKind> parseOpMscclCode(std::string_view code) {
 
 std::string_view bufferName(BufferKind buffer) {
   switch (buffer) {
-    case BufferKind::input: return "input";
-    case BufferKind::output: return "output";
-    case BufferKind::scratch: return "scratch";
+    case BufferKind::input:
+      return "input";
+    case BufferKind::output:
+      return "output";
+    case BufferKind::scratch:
+      return "scratch";
   }
   return "?";
 }
 
-char bufferMscclCode(BufferKind buffer) { return bufferName(buffer)[0]; }
+char bufferMscclCode(BufferKind buffer) {
+  return bufferName(buffer)[0];
+}
 
 std::optional<BufferKind> parseBufferName(std::string_view name) {
   if (name == "i" || name == "input") return BufferKind::input;
@@ -123,9 +133,12 @@ std::optional<BufferKind> parseBufferName(std::string_view name) {
 
 std::string_view protocolName(Protocol protocol) {
   switch (protocol) {
-    case Protocol::simple: return "Simple";
-    case Protocol::ll: return "LL";
-    case Protocol::ll128: return "LL128";
+    case Protocol::simple:
+      return "Simple";
+    case Protocol::ll:
+      return "LL";
+    case Protocol::ll128:
+      return "LL128";
   }
   return "?";
 }
@@ -140,13 +153,20 @@ std::optional<Protocol> parseProtocolName(std::string_view name) {
 
 std::string_view collectiveName(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::allreduce: return "allreduce";
-    case CollectiveKind::allgather: return "allgather";
-    case CollectiveKind::reducescatter: return "reducescatter";
-    case CollectiveKind::alltoall: return "alltoall";
-    case CollectiveKind::broadcast: return "broadcast";
-    case CollectiveKind::reduce: return "reduce";
-    case CollectiveKind::custom: return "custom";
+    case CollectiveKind::allreduce:
+      return "allreduce";
+    case CollectiveKind::allgather:
+      return "allgather";
+    case CollectiveKind::reducescatter:
+      return "reducescatter";
+    case CollectiveKind::alltoall:
+      return "alltoall";
+    case CollectiveKind::broadcast:
+      return "broadcast";
+    case CollectiveKind::reduce:
+      return "reduce";
+    case CollectiveKind::custom:
+      return "custom";
   }
   return "?";
 }

@@ -74,8 +74,8 @@ struct Threadblock {
 
 struct RankProgram {
   int rank = 0;
-  int inputChunks = 0;    // chunks of the input buffer this rank's steps may touch
-  int outputChunks = 0;   // 0 for in-place programs whose output aliases the input
+  int inputChunks = 0;   // chunks of the input buffer this rank's steps may touch
+  int outputChunks = 0;  // 0 for in-place programs whose output aliases the input
   int scratchChunks = 0;
   std::vector<Threadblock> threadblocks;  // index == Threadblock::id
   friend bool operator==(const RankProgram&, const RankProgram&) = default;
@@ -89,8 +89,8 @@ struct Algorithm {
   Protocol protocol = Protocol::simple;
   bool inPlace = false;
   int nranks = 0;
-  int chunksPerLoop = 0;        // MSCCL nchunksperloop: the buffer is cut into this many chunks
-  std::uint64_t minBytes = 0;   // size range this plan is meant for; maxBytes 0 = no limit
+  int chunksPerLoop = 0;       // MSCCL nchunksperloop: the buffer is cut into this many chunks
+  std::uint64_t minBytes = 0;  // size range this plan is meant for; maxBytes 0 = no limit
   std::uint64_t maxBytes = 0;
   std::vector<RankProgram> ranks;  // index == rank
   friend bool operator==(const Algorithm&, const Algorithm&) = default;
@@ -104,24 +104,25 @@ std::size_t stepCount(const Algorithm& algorithm);
 std::size_t threadblockCount(const Algorithm& algorithm);
 
 // Per-op facts.
-bool opReceives(OpKind op);     // recv, recvCopySend, recvReduce*
-bool opSends(OpKind op);        // send, recvCopySend, recvReduceSend, recvReduceCopySend
-bool opReadsSrc(OpKind op);     // send, copy, reduce, recvReduce*
-bool opWritesDst(OpKind op);    // recv, recvCopySend, recvReduceCopy, recvReduceCopySend, copy, reduce
-bool opReadsDst(OpKind op);     // reduce (dst ⊕= src)
+bool opReceives(OpKind op);  // recv, recvCopySend, recvReduce*
+bool opSends(OpKind op);     // send, recvCopySend, recvReduceSend, recvReduceCopySend
+bool opReadsSrc(OpKind op);  // send, copy, reduce, recvReduce*
+bool opWritesDst(
+    OpKind op);              // recv, recvCopySend, recvReduceCopy, recvReduceCopySend, copy, reduce
+bool opReadsDst(OpKind op);  // reduce (dst ⊕= src)
 
 // Names: the long form used by text/JSON/DOT ("recvReduceCopySend") and MSCCL's short codes
 // ("rrcs"). Parsers throw ParseError naming the accepted spellings.
 std::string_view opName(OpKind op);
 std::string_view opMscclCode(OpKind op);
-std::optional<OpKind> parseOpName(std::string_view name);       // long form
-std::optional<OpKind> parseOpMscclCode(std::string_view code);  // short code
-std::string_view bufferName(BufferKind buffer);                 // "input", "output", "scratch"
-char bufferMscclCode(BufferKind buffer);                        // 'i', 'o', 's'
+std::optional<OpKind> parseOpName(std::string_view name);          // long form
+std::optional<OpKind> parseOpMscclCode(std::string_view code);     // short code
+std::string_view bufferName(BufferKind buffer);                    // "input", "output", "scratch"
+char bufferMscclCode(BufferKind buffer);                           // 'i', 'o', 's'
 std::optional<BufferKind> parseBufferName(std::string_view name);  // long form or i/o/s
-std::string_view protocolName(Protocol protocol);               // "Simple", "LL", "LL128"
+std::string_view protocolName(Protocol protocol);                  // "Simple", "LL", "LL128"
 std::optional<Protocol> parseProtocolName(std::string_view name);  // case-insensitive
-std::string_view collectiveName(CollectiveKind kind);           // "allreduce", ..., "custom"
+std::string_view collectiveName(CollectiveKind kind);              // "allreduce", ..., "custom"
 // Accepts "reduce_scatter" and "reducescatter".
 std::optional<CollectiveKind> parseCollectiveName(std::string_view name);
 

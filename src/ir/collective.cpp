@@ -17,7 +17,7 @@ ChunkValue ChunkValue::of(InputChunk chunk) {
 }
 
 ChunkValue ChunkValue::sum(std::vector<InputChunk> parts) {
-  std::sort(parts.begin(), parts.end());
+  if (!std::is_sorted(parts.begin(), parts.end())) std::sort(parts.begin(), parts.end());
   ChunkValue v;
   v.parts_ = std::make_shared<const std::vector<InputChunk>>(std::move(parts));
   return v;
@@ -61,7 +61,8 @@ namespace {
 ChunkValue sumOver(int nranks, int index) {
   std::vector<InputChunk> parts;
   parts.reserve(nranks);
-  for (int r = 0; r < nranks; ++r) parts.push_back({r, index});
+  for (int r = 0; r < nranks; ++r)
+    parts.push_back({r, index});
   return ChunkValue::sum(std::move(parts));
 }
 
@@ -71,8 +72,8 @@ class BuiltinCollective : public Collective {
   BuiltinCollective(CollectiveKind kind, CollectiveOptions options)
       : kind_(kind), options_(options) {
     if (options.nranks < 1)
-      throw OptionError(fmt::format("{} needs at least 1 rank, got {}", collectiveName(kind),
-                                    options.nranks));
+      throw OptionError(
+          fmt::format("{} needs at least 1 rank, got {}", collectiveName(kind), options.nranks));
     if (options.chunkFactor < 1)
       throw OptionError(fmt::format("{} needs a chunk factor of at least 1, got {}",
                                     collectiveName(kind), options.chunkFactor));
@@ -132,7 +133,8 @@ class AllGather : public BuiltinCollective {
     return ChunkValue::of({index / cf(), index % cf()});
   }
   Location canonical(int rank, Location l) const override {
-    if (inPlace() && l.buffer == BufferKind::input) return {BufferKind::output, rank * cf() + l.index};
+    if (inPlace() && l.buffer == BufferKind::input)
+      return {BufferKind::output, rank * cf() + l.index};
     return l;
   }
 };
@@ -151,7 +153,8 @@ class ReduceScatter : public BuiltinCollective {
     return sumOver(n(), rank * cf() + index);
   }
   Location canonical(int rank, Location l) const override {
-    if (inPlace() && l.buffer == BufferKind::output) return {BufferKind::input, rank * cf() + l.index};
+    if (inPlace() && l.buffer == BufferKind::output)
+      return {BufferKind::input, rank * cf() + l.index};
     return l;
   }
 };
@@ -281,13 +284,20 @@ CustomRegistry& customRegistry() {
 std::shared_ptr<const Collective> makeCollective(CollectiveKind kind,
                                                  const CollectiveOptions& options) {
   switch (kind) {
-    case CollectiveKind::allreduce: return std::make_shared<AllReduce>(kind, options);
-    case CollectiveKind::allgather: return std::make_shared<AllGather>(kind, options);
-    case CollectiveKind::reducescatter: return std::make_shared<ReduceScatter>(kind, options);
-    case CollectiveKind::alltoall: return std::make_shared<AllToAll>(kind, options);
-    case CollectiveKind::broadcast: return std::make_shared<Broadcast>(kind, options);
-    case CollectiveKind::reduce: return std::make_shared<Reduce>(kind, options);
-    case CollectiveKind::custom: break;
+    case CollectiveKind::allreduce:
+      return std::make_shared<AllReduce>(kind, options);
+    case CollectiveKind::allgather:
+      return std::make_shared<AllGather>(kind, options);
+    case CollectiveKind::reducescatter:
+      return std::make_shared<ReduceScatter>(kind, options);
+    case CollectiveKind::alltoall:
+      return std::make_shared<AllToAll>(kind, options);
+    case CollectiveKind::broadcast:
+      return std::make_shared<Broadcast>(kind, options);
+    case CollectiveKind::reduce:
+      return std::make_shared<Reduce>(kind, options);
+    case CollectiveKind::custom:
+      break;
   }
   throw OptionError(
       "makeCollective() builds the built-in collectives; use makeCustomCollective(name, ...) "
@@ -324,7 +334,8 @@ std::shared_ptr<const Collective> collectiveOf(const Algorithm& algorithm) {
         "of chunks per rank",
         collectiveName(algorithm.collective), algorithm.name, algorithm.chunksPerLoop, n,
         collectiveName(algorithm.collective)));
-  options.chunkFactor = std::max(1, perRank ? algorithm.chunksPerLoop / n : algorithm.chunksPerLoop);
+  options.chunkFactor =
+      std::max(1, perRank ? algorithm.chunksPerLoop / n : algorithm.chunksPerLoop);
   if (algorithm.collective != CollectiveKind::custom)
     return makeCollective(algorithm.collective, options);
   std::vector<std::string> candidates;

@@ -77,7 +77,10 @@ class Collective {
   virtual bool hasPostcondition() const { return true; }
   // In-place aliasing: the location that physically holds (buffer, index) on `rank`. Identity
   // for out-of-place collectives and for scratch.
-  virtual Location canonical(int rank, Location location) const { (void)rank; return location; }
+  virtual Location canonical(int rank, Location location) const {
+    (void)rank;
+    return location;
+  }
   // The same collective with every chunk cut into `factor` sub-chunks: chunk j becomes
   // j*factor .. j*factor+factor-1 (used by instances and parallelize).
   virtual std::shared_ptr<const Collective> refined(int factor) const = 0;
@@ -91,7 +94,8 @@ struct CollectiveOptions {
 };
 
 // Built-in collectives (not custom). Throws OptionError on bad sizes or root.
-std::shared_ptr<const Collective> makeCollective(CollectiveKind kind, const CollectiveOptions& options);
+std::shared_ptr<const Collective> makeCollective(CollectiveKind kind,
+                                                 const CollectiveOptions& options);
 
 // Custom collectives that chorus knows by name ("alltonext", seed 000 §7.4). Returns nullptr
 // for an unknown name. Users may register more (thread-safe).

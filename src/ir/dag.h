@@ -33,8 +33,8 @@ struct DagOp {
   int channel = -1;
   int sendTb = -1;
   int recvTb = -1;
-  int parallel = 1;  // product of the enclosing parallelize(n) factors
-  int replica = 0;   // set by the compiler's replication: which copy of a parallelized op
+  int parallel = 1;            // product of the enclosing parallelize(n) factors
+  int replica = 0;             // set by the compiler's replication: which copy of a parallelized op
   std::vector<int> trueDeps;   // ops whose results this op reads (read-after-write)
   std::vector<int> falseDeps;  // ops whose locations this op overwrites (write-after-read/write)
   std::string where;           // DSL source location "file:line"

@@ -24,8 +24,7 @@ std::string rangeName(int rank, Buffer buffer, int index, int count) {
 }
 
 void addUnique(std::vector<int>& list, int value) {
-  if (value >= 0 && std::find(list.begin(), list.end(), value) == list.end())
-    list.push_back(value);
+  if (value >= 0 && std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
 }
 
 }  // namespace
@@ -39,8 +38,8 @@ Program::Program(std::string name, std::shared_ptr<const ir::Collective> collect
                  ProgramOptions options) {
   if (!collective) throw OptionError("Program '" + name + "' needs a collective");
   if (options.instances < 1)
-    throw OptionError(fmt::format("Program '{}': instances must be at least 1, got {}", name,
-                                  options.instances));
+    throw OptionError(
+        fmt::format("Program '{}': instances must be at least 1, got {}", name, options.instances));
   dag_.name = std::move(name);
   dag_.collective = std::move(collective);
   dag_.protocol = options.protocol;
@@ -77,17 +76,16 @@ Program::Slot& Program::slotAt(int rank, Buffer buffer, int index,
                                    dag_.name, nranks() - 1),
                        where);
   if (index < 0)
-    throw ProgramError(fmt::format("{}: {} has a negative index", what,
-                                   slotName(rank, buffer, index)),
-                       where);
+    throw ProgramError(
+        fmt::format("{}: {} has a negative index", what, slotName(rank, buffer, index)), where);
   const auto loc = collective().canonical(rank, {buffer, index});
   auto& slots = slots_[rank][static_cast<int>(loc.buffer)];
   if (loc.buffer == Buffer::scratch) {
     if (loc.index >= static_cast<int>(slots.size())) slots.resize(loc.index + 1);
     dag_.scratchChunks[rank] = std::max(dag_.scratchChunks[rank], loc.index + 1);
   } else if (loc.index >= static_cast<int>(slots.size())) {
-    const int size = buffer == Buffer::input ? collective().inputChunks(rank)
-                                             : collective().outputChunks(rank);
+    const int size =
+        buffer == Buffer::input ? collective().inputChunks(rank) : collective().outputChunks(rank);
     throw ProgramError(
         fmt::format("{}: {} is out of range; the {} buffer of {} on rank {} has {} chunks "
                     "(indices 0..{})",
@@ -108,8 +106,7 @@ ir::ChunkValue Program::valueAt(int rank, Buffer buffer, int index) const {
   return slot ? slot->value : ir::ChunkValue();
 }
 
-ChunkRef Program::chunk(int rank, Buffer buffer, int index, int count,
-                        std::source_location where) {
+ChunkRef Program::chunk(int rank, Buffer buffer, int index, int count, std::source_location where) {
   if (count < 1)
     throw ProgramError(fmt::format("chunk(): count must be at least 1, got {} for {}", count,
                                    slotName(rank, buffer, index)),
@@ -156,7 +153,8 @@ ChunkRef Program::record(ir::DagOpKind kind, const ChunkRef& src, int dstRank, B
   checkRef(src, where, what);
   const int count = src.count_;
   // Validate the destination range before changing any state.
-  for (int i = 0; i < count; ++i) slotAt(dstRank, dstBuffer, dstIndex + i, where, what);
+  for (int i = 0; i < count; ++i)
+    slotAt(dstRank, dstBuffer, dstIndex + i, where, what);
   if (options.channel < -1 || options.sendTb < -1 || options.recvTb < -1)
     throw ProgramError(fmt::format("{}: channel and threadblock hints must be >= 0 (or -1 for "
                                    "automatic), got channel={} sendTb={} recvTb={}",
@@ -221,8 +219,7 @@ ChunkRef Program::record(ir::DagOpKind kind, const ChunkRef& src, int dstRank, B
 
 ChunkRef ChunkRef::copy(int dstRank, Buffer dstBuffer, int dstIndex, OpOptions options,
                         std::source_location where) const {
-  return program_->record(ir::DagOpKind::copy, *this, dstRank, dstBuffer, dstIndex, options,
-                          where);
+  return program_->record(ir::DagOpKind::copy, *this, dstRank, dstBuffer, dstIndex, options, where);
 }
 
 ChunkRef ChunkRef::reduce(const ChunkRef& other, OpOptions options,
@@ -258,7 +255,9 @@ Program::ParallelScope Program::parallelize(int factor, std::source_location whe
   return ParallelScope(this, factor);
 }
 
-Program::ParallelScope::~ParallelScope() { program_->parallelFactor_ /= factor_; }
+Program::ParallelScope::~ParallelScope() {
+  program_->parallelFactor_ /= factor_;
+}
 
 std::vector<Violation> Program::checkPostcondition() const {
   std::vector<Violation> violations;

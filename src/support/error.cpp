@@ -15,8 +15,9 @@ ProgramError::ProgramError(const std::string& message, const std::source_locatio
 
 void failInternalAssert(const char* condition, const std::string& message,
                         const std::source_location& where) {
-  throw InternalError(fmt::format("chorus internal error at {}:{}: {} ({}). Please report this bug.",
-                                  where.file_name(), where.line(), message, condition));
+  throw InternalError(
+      fmt::format("chorus internal error at {}:{}: {} ({}). Please report this bug.",
+                  where.file_name(), where.line(), message, condition));
 }
 
 }  // namespace chorus

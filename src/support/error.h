@@ -61,7 +61,7 @@ class InternalError : public std::logic_error {
 
 }  // namespace chorus
 
-#define CHORUS_INTERNAL_ASSERT(cond, msg)                                              \
-  do {                                                                                 \
+#define CHORUS_INTERNAL_ASSERT(cond, msg)                                                     \
+  do {                                                                                        \
     if (!(cond)) ::chorus::failInternalAssert(#cond, (msg), std::source_location::current()); \
   } while (0)

@@ -70,7 +70,8 @@ TEST(LangErrors, CopyDestinationOutOfRange) {
 
 TEST(LangErrors, RankOutOfRange) {
   lang::Program p("t", lang::allReduce(3, 1, false));
-  const std::string msg = programError([&] { p.chunk(0, Buffer::input, 0).copy(3, Buffer::output, 0); });
+  const std::string msg =
+      programError([&] { p.chunk(0, Buffer::input, 0).copy(3, Buffer::output, 0); });
   EXPECT_THAT(msg, HasSubstr("rank 3 is out of range; 't' has ranks 0..2"));
 }
 

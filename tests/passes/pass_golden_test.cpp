@@ -100,10 +100,15 @@ TEST(ReplicateInstances, ParallelizeScopeSplitsOnlyItsOps) {
 // assign-channels: two forwarding chains into the same peer need two channels; hints stick.
 TEST(AssignChannels, ConflictingForwardersGetSeparateChannels) {
   lang::Program p("fan", lang::allGather(4, 1, false));
-  for (int r = 0; r < 4; ++r) p.chunk(r, lang::Buffer::input, 0).copy(r, lang::Buffer::output, r);
+  for (int r = 0; r < 4; ++r)
+    p.chunk(r, lang::Buffer::input, 0).copy(r, lang::Buffer::output, r);
   // 1 -> 0 -> 2 and 3 -> 0 -> 2: rank 0 forwards from two peers to the same peer.
-  p.chunk(1, lang::Buffer::output, 1).copy(0, lang::Buffer::output, 1).copy(2, lang::Buffer::output, 1);
-  p.chunk(3, lang::Buffer::output, 3).copy(0, lang::Buffer::output, 3).copy(2, lang::Buffer::output, 3);
+  p.chunk(1, lang::Buffer::output, 1)
+      .copy(0, lang::Buffer::output, 1)
+      .copy(2, lang::Buffer::output, 1);
+  p.chunk(3, lang::Buffer::output, 3)
+      .copy(0, lang::Buffer::output, 3)
+      .copy(2, lang::Buffer::output, 3);
   const auto result = compileWith(p, {"verify"});  // a fragment, not a whole AllGather
   std::vector<int> channels;
   for (const auto& tb : result.algorithm.ranks[0].threadblocks)
@@ -118,9 +123,11 @@ TEST(AssignChannels, ChannelHintIsHonouredAndImpossibleHintIsAnError) {
   EXPECT_EQ(result.algorithm.ranks[0].threadblocks[0].channel, 3);
 
   lang::Program q("clash", lang::allGather(4, 1, false));
-  q.chunk(1, lang::Buffer::input, 0).copy(0, lang::Buffer::output, 1, {.channel = 0})
+  q.chunk(1, lang::Buffer::input, 0)
+      .copy(0, lang::Buffer::output, 1, {.channel = 0})
       .copy(2, lang::Buffer::output, 1, {.channel = 0});
-  q.chunk(3, lang::Buffer::input, 0).copy(0, lang::Buffer::output, 3, {.channel = 0})
+  q.chunk(3, lang::Buffer::input, 0)
+      .copy(0, lang::Buffer::output, 3, {.channel = 0})
       .copy(2, lang::Buffer::output, 3, {.channel = 0});
   try {
     compileWith(q, {"verify"});
@@ -157,7 +164,8 @@ TEST(AssignThreadblocks, LocalReducesLandOnThreadblocksWithPeers) {
   // One bidirectional threadblock per peer, no extra local threadblock.
   for (const auto& rank : result.algorithm.ranks) {
     EXPECT_EQ(rank.threadblocks.size(), 3u);
-    for (const auto& tb : rank.threadblocks) EXPECT_EQ(tb.sendPeer, tb.recvPeer);
+    for (const auto& tb : rank.threadblocks)
+      EXPECT_EQ(tb.sendPeer, tb.recvPeer);
   }
 }
 

@@ -19,7 +19,8 @@ inline std::unique_ptr<lang::Program> ringAllReduce(int ranks, lang::ProgramOpti
     auto c = p->chunk((r + 1) % ranks, lang::Buffer::input, r);
     for (int s = 1; s < ranks; ++s)
       c = p->chunk((r + 1 + s) % ranks, lang::Buffer::input, r).reduce(c);
-    for (int s = 1; s < ranks; ++s) c = c.copy((r + s) % ranks, lang::Buffer::input, r);
+    for (int s = 1; s < ranks; ++s)
+      c = c.copy((r + s) % ranks, lang::Buffer::input, r);
   }
   return p;
 }
@@ -48,8 +49,10 @@ inline std::vector<std::string> stepLines(const ir::Algorithm& algorithm, int ra
   std::string line;
   bool inRank = false;
   while (std::getline(text, line)) {
-    if (line.rfind("rank ", 0) == 0) inRank = line.rfind("rank " + std::to_string(rank) + " ", 0) == 0;
-    else if (inRank && line.find(": ") != std::string::npos) lines.push_back(line);
+    if (line.rfind("rank ", 0) == 0)
+      inRank = line.rfind("rank " + std::to_string(rank) + " ", 0) == 0;
+    else if (inRank && line.find(": ") != std::string::npos)
+      lines.push_back(line);
   }
   return lines;
 }
@@ -58,7 +61,8 @@ inline std::size_t dependencyCount(const ir::Algorithm& algorithm) {
   std::size_t n = 0;
   for (const auto& rank : algorithm.ranks)
     for (const auto& tb : rank.threadblocks)
-      for (const auto& step : tb.steps) n += step.deps.size();
+      for (const auto& step : tb.steps)
+        n += step.deps.size();
   return n;
 }
 

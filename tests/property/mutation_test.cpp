@@ -68,9 +68,11 @@ bool ordered(const ir::Step& a, const ir::Step& b) {
   const bool aw = writes(a), bw = writes(b);
   if (aw && bw && overlaps(a.dstBuffer, a.dstIndex, a.count, b.dstBuffer, b.dstIndex, b.count))
     return true;
-  if (aw && reads(b) && overlaps(a.dstBuffer, a.dstIndex, a.count, b.srcBuffer, b.srcIndex, b.count))
+  if (aw && reads(b) &&
+      overlaps(a.dstBuffer, a.dstIndex, a.count, b.srcBuffer, b.srcIndex, b.count))
     return true;
-  if (bw && reads(a) && overlaps(b.dstBuffer, b.dstIndex, b.count, a.srcBuffer, a.srcIndex, a.count))
+  if (bw && reads(a) &&
+      overlaps(b.dstBuffer, b.dstIndex, b.count, a.srcBuffer, a.srcIndex, a.count))
     return true;
   return false;
 }
@@ -79,7 +81,8 @@ using Visit = std::function<void(int rank, int tb, int step)>;
 void forEachStep(const ir::Algorithm& a, const Visit& visit) {
   for (const auto& rank : a.ranks)
     for (const auto& tb : rank.threadblocks)
-      for (int s = 0; s < static_cast<int>(tb.steps.size()); ++s) visit(rank.rank, tb.id, s);
+      for (int s = 0; s < static_cast<int>(tb.steps.size()); ++s)
+        visit(rank.rank, tb.id, s);
 }
 
 std::string where(const Case& c, const char* what, int rank, int tb, int step) {

@@ -44,7 +44,8 @@ class TracedCollective : public ir::Collective {
     const auto& value = expected_[rank][index / factor_];
     if (!value) return std::nullopt;
     std::vector<ir::InputChunk> parts;
-    for (auto part : value->parts()) parts.push_back({part.rank, part.index * factor_ + index % factor_});
+    for (auto part : value->parts())
+      parts.push_back({part.rank, part.index * factor_ + index % factor_});
     return ir::ChunkValue::sum(std::move(parts));
   }
   std::shared_ptr<const ir::Collective> refined(int factor) const override {
@@ -70,10 +71,18 @@ RandomProgram makeRandomProgram(std::uint32_t seed) {
   const bool inPlace = pick(0, 1) == 1;
   std::shared_ptr<const ir::Collective> base;
   switch (pick(0, 3)) {
-    case 0: base = lang::allReduce(ranks, cf, inPlace); break;
-    case 1: base = lang::allGather(ranks, cf, inPlace); break;
-    case 2: base = lang::allToAll(ranks, cf, false); break;
-    default: base = lang::reduceScatter(ranks, cf, inPlace); break;
+    case 0:
+      base = lang::allReduce(ranks, cf, inPlace);
+      break;
+    case 1:
+      base = lang::allGather(ranks, cf, inPlace);
+      break;
+    case 2:
+      base = lang::allToAll(ranks, cf, false);
+      break;
+    default:
+      base = lang::reduceScatter(ranks, cf, inPlace);
+      break;
   }
   const int instances = pick(1, 3) == 3 ? 2 : 1;
   RandomProgram out;
@@ -97,7 +106,8 @@ RandomProgram makeRandomProgram(std::uint32_t seed) {
     if (size(sr, sb) < count) continue;
     const int si = pick(0, size(sr, sb) - count);
     bool ready = true;
-    for (int i = 0; i < count; ++i) ready = ready && p.initialized(sr, sb, si + i);
+    for (int i = 0; i < count; ++i)
+      ready = ready && p.initialized(sr, sb, si + i);
     if (!ready) continue;
     const int dr = pick(0, ranks - 1);
     const auto db = static_cast<lang::Buffer>(pick(0, 2));
@@ -107,11 +117,13 @@ RandomProgram makeRandomProgram(std::uint32_t seed) {
     bool overlap = false;
     for (int i = 0; i < count; ++i)
       for (int j = 0; j < count; ++j)
-        overlap = overlap || (sr == dr && base->canonical(sr, {sb, si + i}) == base->canonical(dr, {db, di + j}));
+        overlap = overlap || (sr == dr && base->canonical(sr, {sb, si + i}) ==
+                                              base->canonical(dr, {db, di + j}));
     if (overlap) continue;
     auto src = p.chunk(sr, sb, si, count);
     bool canReduce = true;
-    for (int i = 0; i < count; ++i) canReduce = canReduce && p.initialized(dr, db, di + i);
+    for (int i = 0; i < count; ++i)
+      canReduce = canReduce && p.initialized(dr, db, di + i);
     if (canReduce && pick(0, 2) == 0)
       p.chunk(dr, db, di, count).reduce(src);
     else
@@ -127,8 +139,10 @@ std::vector<std::uint32_t> seeds() {
   std::vector<std::uint32_t> out;
   std::random_device device;
   const std::uint32_t start = device();
-  for (std::uint32_t i = 0; i < 150; ++i) out.push_back(start + i);
-  for (std::uint32_t i = 1; i <= 50; ++i) out.push_back(i);  // a fixed set as well
+  for (std::uint32_t i = 0; i < 150; ++i)
+    out.push_back(start + i);
+  for (std::uint32_t i = 1; i <= 50; ++i)
+    out.push_back(i);  // a fixed set as well
   return out;
 }
 
