@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Demo: install dependencies, build chorus (Release, build/), then compile GC3's
+# hierarchical AllReduce for 2 nodes x 3 GPUs, verify it, print its IR and draw it.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bash scripts/install_deps.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build --target chorus
+
+chorus=build/chorus
+shape=(--nodes 2 --gpus-per-node 3)
+
+echo
+echo "== chorus compile allreduce.hierarchical ${shape[*]} --format xml | chorus verify -"
+"$chorus" compile allreduce.hierarchical "${shape[@]}" --format xml | "$chorus" verify -
+
+echo
+echo "== chorus compile allreduce.hierarchical ${shape[*]} --format text"
+"$chorus" compile allreduce.hierarchical "${shape[@]}" --format text
+
+mkdir -p build/demo
+dot_file=build/demo/allreduce_hierarchical_2x3.dot
+"$chorus" compile allreduce.hierarchical "${shape[@]}" --format dot -o "$dot_file"
+echo
+echo "DOT picture written to $(cd "$(dirname "$dot_file")" && pwd)/$(basename "$dot_file")"
+echo "(with Graphviz installed, render it: dot -Tsvg $dot_file -o allreduce_hierarchical_2x3.svg)"

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# CI entry point: builds with -Werror and runs every test, rebuilds with ASan+UBSan (Debug)
+# and runs the tests again (except soak), then checks clang-format on all tracked sources.
+# Exits non-zero if any stage fails; the last line summarizes.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+failed=()
+passed=()
+run_stage() {
+  local name=$1
+  shift
+  echo
+  echo "=== $name"
+  if "$@"; then
+    passed+=("$name")
+  else
+    echo "=== $name: FAILED" >&2
+    failed+=("$name")
+  fi
+}
+
+build_and_test() {
+  cmake -S . -B build -G Ninja -DCHORUS_WERROR=ON &&
+    cmake --build build &&
+    (cd build && ctest --output-on-failure -j2)
+}
+
+asan_build_and_test() {
+  cmake -S . -B build-asan -G Ninja -DCHORUS_WERROR=ON -DCHORUS_SANITIZE=ON \
+    -DCMAKE_BUILD_TYPE=Debug -DCHORUS_BUILD_BENCH=OFF -DCHORUS_BUILD_EXAMPLES=OFF &&
+    cmake --build build-asan &&
+    (cd build-asan && ctest --output-on-failure -j2 -LE soak)
+}
+
+check_format() {
+  local files
+  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    files=$(git ls-files -- '*.h' '*.cpp')
+  else
+    files=$(find include src tools tests bench examples -name '*.h' -o -name '*.cpp' 2>/dev/null)
+  fi
+  if [ -z "$files" ]; then
+    echo "no sources to check"
+    return 0
+  fi
+  # shellcheck disable=SC2086
+  clang-format --dry-run --Werror $files
+}
+
+if ! bash scripts/install_deps.sh; then
+  echo "test.sh: FAIL (could not install dependencies)"
+  exit 1
+fi
+run_stage "build+ctest (build/)" build_and_test
+run_stage "asan build+ctest (build-asan/)" asan_build_and_test
+run_stage "clang-format" check_format
+
+echo
+if [ ${#failed[@]} -eq 0 ]; then
+  echo "test.sh: PASS (${passed[*]})"
+  exit 0
+fi
+echo "test.sh: FAIL (${#failed[@]} stage(s) failed: ${failed[*]})"
+exit 1

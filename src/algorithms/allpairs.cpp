@@ -1,0 +1,72 @@
+// allreduce.allpairs: two-step all-pairs AllReduce for small buffers (seed 000 §7.1.2; the
+// same shape as msccl-tools' allreduce_a100_allpairs, whose 8-rank output has 64 chunks).
+//
+// Algorithm, R ranks, chunk factor R*R, in place. Rank r owns block r = chunks r*R .. r*R+R-1.
+//   1. Scatter: every rank q sends its copy of block r (R chunks, one aggregated transfer) to
+//      rank r's scratch, slot q' = (q < r ? q : q-1), at scratch chunks q'*R .. q'*R+R-1.
+//   2. Local reduce: rank r adds the R-1 scratch copies into its own block r.
+//   3. Broadcast: rank r sends its reduced block r (R chunks) to every other rank's block r.
+//
+//        step 1 (scatter to scratch)        step 3 (broadcast sums)
+//      r0:[B0 B1 B2] --B1--> r1.scratch    r1:[.. S1 ..] --S1--> r0, r2
+//                    --B2--> r2.scratch    (every rank does both, all pairs at once)
+//
+// Two communication steps instead of the ring's 2R-2, the same bytes on the wire.
+#include <vector>
+
+#include "algorithms/families.h"
+
+namespace chorus::algorithms {
+namespace {
+
+std::unique_ptr<lang::Program> buildAllReduceAllPairs(const std::string& name,
+                                                      const BuildArgs& args) {
+  const int size = args.ranks;
+  auto program = std::make_unique<lang::Program>(name, lang::allReduce(size, size * size, true),
+                                                 args.programOptions);
+  auto slotOf = [](int sender, int receiver) { return sender < receiver ? sender : sender - 1; };
+
+  // 1. Every rank sends block `owner` of its input to the owner's scratch.
+  for (int sender = 0; sender < size; ++sender) {
+    for (int owner = 0; owner < size; ++owner) {
+      if (sender == owner) continue;
+      program->chunk(sender, lang::Buffer::input, owner * size, size)
+          .copy(owner, lang::Buffer::scratch, slotOf(sender, owner) * size);
+    }
+  }
+  // 2. Each owner reduces the R-1 received copies into its own block.
+  for (int owner = 0; owner < size; ++owner) {
+    for (int j = 0; j < size; ++j) {
+      for (int slot = 0; slot + 1 < size; ++slot) {
+        program->chunk(owner, lang::Buffer::input, owner * size + j)
+            .reduce(program->chunk(owner, lang::Buffer::scratch, slot * size + j));
+      }
+    }
+  }
+  // 3. Each owner sends its reduced block to every other rank.
+  for (int owner = 0; owner < size; ++owner) {
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == owner) continue;
+      program->chunk(owner, lang::Buffer::input, owner * size, size)
+          .copy(peer, lang::Buffer::input, owner * size);
+    }
+  }
+  return program;
+}
+
+}  // namespace
+
+std::vector<AlgorithmInfo> allPairsAlgorithms() {
+  return {
+      {.name = "allreduce.allpairs",
+       .collective = "allreduce",
+       .description = "all-pairs: scatter blocks to owners' scratch, reduce locally, send back",
+       .citation = "seed 000 §7.1.2",
+       .shape = Shape::ranks,
+       .minRanks = 2,
+       .params = {},
+       .build = &buildAllReduceAllPairs},
+  };
+}
+
+}  // namespace chorus::algorithms

@@ -1,0 +1,90 @@
+// allreduce.hierarchical: N nodes x G GPUs, exactly GC3's running example (seed 000 §2,
+// Figures 2-3; channels as in §5.1).
+//
+// Algorithm, rank = node*G + gpu, chunk factor N*G, in place:
+//   1. Intra-node ring ReduceScatter per node over its G GPUs, N chunks per hop: GPU g ends
+//      with the node's partial sum of chunks g*N .. g*N+N-1.
+//   2. Inter-node ring ReduceScatter per GPU index g over the N ranks {n*G+g}, offset g*N,
+//      count 1: rank n*G+g ends with the global sum of chunk g*N+n.
+//   3. Inter-node ring AllGather, same rings: every rank n*G+g has global sums g*N..g*N+N-1.
+//   4. Intra-node ring AllGather per node, N chunks per hop: every GPU has every sum.
+//
+//        node 0: g0 g1 g2   -- 1. ring RS within the node (N chunks per hop), channel 0
+//                 |  |  |   -- 2./3. ring RS + AG across nodes per GPU index, channel 1
+//        node 1: g0 g1 g2   -- 4. ring AG within the node, channel 2
+//
+// Parameter `schedule`: 1 (default) puts the phases on channels 0/1/2 as §5.1 does; 0 leaves
+// every channel to the compiler.
+#include <vector>
+
+#include "algorithms/families.h"
+#include "algorithms/ring_helpers.h"
+
+namespace chorus::algorithms {
+namespace {
+
+constexpr int kIntraReduceScatterChannel = 0;
+constexpr int kInterNodeChannel = 1;
+constexpr int kIntraAllGatherChannel = 2;
+
+std::vector<int> nodeRanks(int node, int gpus) {
+  std::vector<int> ranks;
+  for (int g = 0; g < gpus; ++g)
+    ranks.push_back(node * gpus + g);
+  return ranks;
+}
+
+std::vector<int> crossRanks(int gpu, int nodes, int gpus) {
+  std::vector<int> ranks;
+  for (int n = 0; n < nodes; ++n)
+    ranks.push_back(n * gpus + gpu);
+  return ranks;
+}
+
+std::unique_ptr<lang::Program> buildHierarchical(const std::string& name, const BuildArgs& args) {
+  const int nodes = args.nodes;
+  const int gpus = args.gpusPerNode;
+  const bool manual = args.param("schedule") == 1;
+  auto program = std::make_unique<lang::Program>(
+      name, lang::allReduce(nodes * gpus, nodes * gpus, true), args.programOptions);
+  auto onChannel = [manual](int channel) {
+    RingOptions options;
+    options.channel = manual ? channel : -1;
+    return options;
+  };
+
+  for (int n = 0; n < nodes; ++n) {
+    ringReduceScatter(*program, nodeRanks(n, gpus), 0, nodes,
+                      onChannel(kIntraReduceScatterChannel));
+  }
+  for (int g = 0; g < gpus; ++g) {
+    const std::vector<int> cross = crossRanks(g, nodes, gpus);
+    ringReduceScatter(*program, cross, g * nodes, 1, onChannel(kInterNodeChannel));
+    ringAllGather(*program, cross, g * nodes, 1, onChannel(kInterNodeChannel));
+  }
+  for (int n = 0; n < nodes; ++n) {
+    ringAllGather(*program, nodeRanks(n, gpus), 0, nodes, onChannel(kIntraAllGatherChannel));
+  }
+  return program;
+}
+
+}  // namespace
+
+std::vector<AlgorithmInfo> hierarchicalAlgorithms() {
+  return {
+      {.name = "allreduce.hierarchical",
+       .collective = "allreduce",
+       .description = "intra-node ring RS, inter-node ring RS+AG per GPU, intra-node ring AG",
+       .citation = "seed 000 §2 Figure 3, §5.1",
+       .shape = Shape::nodes,
+       .minRanks = 2,
+       .params = {{.name = "schedule",
+                   .defaultValue = 1,
+                   .minValue = 0,
+                   .maxValue = 1,
+                   .description = "0 = compiler picks channels, 1 = channels 0/1/2 per phase"}},
+       .build = &buildHierarchical},
+  };
+}
+
+}  // namespace chorus::algorithms

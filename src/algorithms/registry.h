@@ -1,0 +1,97 @@
+// The algorithm library's registry: every built-in algorithm as a named, parameterized entry
+// (collective, shape, typed integer parameters) with a builder that traces it into a
+// lang::Program, plus the one-call build + check + compile used by `chorus compile`.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "chorus/lang.h"
+#include "compiler/pipeline.h"
+#include "ir/algorithm.h"
+
+namespace chorus::algorithms {
+
+// How an algorithm's size is given on the command line.
+enum class Shape {
+  ranks,  // --ranks N
+  nodes,  // --nodes N --gpus-per-node G (ranks = N*G, rank = node*G + gpu)
+};
+
+std::string_view shapeName(Shape shape);  // "ranks" or "nodes x gpus"
+
+// One typed integer parameter of an algorithm (set with `--set name=value`).
+struct ParamInfo {
+  std::string name;
+  int defaultValue = 0;
+  int minValue = 0;
+  int maxValue = 0;
+  std::string description;
+};
+
+// Everything a caller may choose. Unset shape fields are 0.
+struct BuildRequest {
+  std::string algorithm;              // registry name, e.g. "allreduce.ring"
+  int ranks = 0;                      // Shape::ranks
+  int nodes = 0;                      // Shape::nodes
+  int gpusPerNode = 0;                // Shape::nodes
+  std::map<std::string, int> params;  // overrides of the declared parameters
+  int instances = 1;                  // program-wide replication (lang::ProgramOptions)
+  ir::Protocol protocol = ir::Protocol::simple;
+};
+
+// A validated request as a builder sees it: the shape is consistent with the algorithm and
+// every declared parameter has a value in range.
+struct BuildArgs {
+  int ranks = 0;        // always set (N*G for Shape::nodes)
+  int nodes = 1;        // 1 for Shape::ranks
+  int gpusPerNode = 0;  // == ranks for Shape::ranks
+  std::map<std::string, int> params;
+  lang::ProgramOptions programOptions;
+  // The value of a declared parameter (internal error if the name was not declared).
+  int param(std::string_view name) const;
+};
+
+using Builder = std::unique_ptr<lang::Program> (*)(const std::string& name, const BuildArgs& args);
+
+struct AlgorithmInfo {
+  std::string name;         // "allreduce.ring"
+  std::string collective;   // "allreduce", ..., or a custom collective's name ("alltonext")
+  std::string description;  // one line
+  std::string citation;     // seed file and section
+  Shape shape = Shape::ranks;
+  int minRanks = 2;  // smallest total number of ranks the algorithm supports
+  std::vector<ParamInfo> params;
+  Builder build = nullptr;
+};
+
+// All built-in algorithms, sorted by name. Thread-safe (built once).
+const std::vector<AlgorithmInfo>& listAlgorithms();
+
+// The entry named `name`. Throws OptionError listing the known names and the closest match.
+const AlgorithmInfo& findAlgorithm(std::string_view name);
+
+// Parses one `--set` argument "key=value" (value a decimal integer). Throws OptionError.
+std::pair<std::string, int> parseParamAssignment(std::string_view text);
+
+// Checks the request against the algorithm (shape, parameter names and ranges, instances) and
+// fills in defaults. Throws OptionError with a fix on any mistake.
+BuildArgs resolveRequest(const BuildRequest& request);
+
+// Validates the request and traces the algorithm. Throws OptionError for bad requests and
+// ProgramError if the builder breaks a DSL rule (a chorus bug for built-in algorithms).
+std::unique_ptr<lang::Program> buildProgram(const BuildRequest& request);
+
+// Throws CompileError listing (up to 10 of) the traced program's postcondition violations.
+void requirePostcondition(const lang::Program& program, std::string_view algorithm);
+
+// buildProgram, then the traced postcondition check (CompileError listing the violations),
+// then compiler::compileProgram on the program's DAG.
+compiler::CompileResult compileAlgorithm(const BuildRequest& request,
+                                         const compiler::CompileOptions& options = {});
+
+}  // namespace chorus::algorithms

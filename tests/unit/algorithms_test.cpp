@@ -1,0 +1,277 @@
+// Every registry algorithm traces and meets its collective's postcondition over a sweep of
+// shapes, compiles with verification on a sample of them, and the registry rejects bad
+// requests with helpful OptionErrors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "support/error.h"
+
+namespace chorus::algorithms {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct ShapeCase {
+  std::string algorithm;
+  int ranks = 0;
+  int nodes = 0;
+  int gpus = 0;
+};
+
+std::string caseName(const ShapeCase& c) {
+  std::string name = c.algorithm + "_" +
+                     (c.ranks != 0 ? std::to_string(c.ranks) + "r"
+                                   : std::to_string(c.nodes) + "x" + std::to_string(c.gpus));
+  for (char& ch : name) {
+    if (ch == '.' || ch == '-') ch = '_';
+  }
+  return name;
+}
+
+void PrintTo(const ShapeCase& c, std::ostream* os) {
+  *os << caseName(c);
+}
+
+BuildRequest ranksRequest(const std::string& algorithm, int ranks) {
+  BuildRequest request;
+  request.algorithm = algorithm;
+  request.ranks = ranks;
+  return request;
+}
+
+BuildRequest nodesRequest(const std::string& algorithm, int nodes, int gpus) {
+  BuildRequest request;
+  request.algorithm = algorithm;
+  request.nodes = nodes;
+  request.gpusPerNode = gpus;
+  return request;
+}
+
+BuildRequest requestFor(const ShapeCase& c) {
+  BuildRequest request;
+  request.algorithm = c.algorithm;
+  request.ranks = c.ranks;
+  request.nodes = c.nodes;
+  request.gpusPerNode = c.gpus;
+  return request;
+}
+
+// All rank counts 2..16 and all N x G up to 4 x 8 (at least 2 ranks).
+std::vector<ShapeCase> traceCases() {
+  std::vector<ShapeCase> cases;
+  for (const AlgorithmInfo& info : listAlgorithms()) {
+    if (info.shape == Shape::ranks) {
+      for (int ranks = 2; ranks <= 16; ++ranks)
+        cases.push_back({info.name, ranks, 0, 0});
+    } else {
+      for (int nodes = 1; nodes <= 4; ++nodes) {
+        for (int gpus = 1; gpus <= 8; ++gpus) {
+          if (nodes * gpus >= 2) cases.push_back({info.name, 0, nodes, gpus});
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+// A sample small enough for a Debug+ASan build.
+std::vector<ShapeCase> compileCases() {
+  std::vector<ShapeCase> cases;
+  for (const AlgorithmInfo& info : listAlgorithms()) {
+    if (info.shape == Shape::ranks) {
+      for (int ranks : {2, 3, 4, 5, 8, 16}) {
+        if (info.name == "allreduce.allpairs" && ranks > 8) continue;  // R^3 local reduces
+        cases.push_back({info.name, ranks, 0, 0});
+      }
+    } else {
+      for (auto [nodes, gpus] : {std::pair{1, 2}, {2, 1}, {2, 3}, {3, 2}, {2, 4}, {3, 4}, {4, 8}}) {
+        cases.push_back({info.name, 0, nodes, gpus});
+      }
+    }
+  }
+  return cases;
+}
+
+class AlgorithmTraceTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(AlgorithmTraceTest, SatisfiesPostcondition) {
+  std::unique_ptr<lang::Program> program = buildProgram(requestFor(GetParam()));
+  ASSERT_NE(program, nullptr);
+  EXPECT_FALSE(program->dag().ops.empty());
+  const std::vector<lang::Violation> violations = program->checkPostcondition();
+  for (const lang::Violation& violation : violations)
+    ADD_FAILURE() << violation.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, AlgorithmTraceTest, ::testing::ValuesIn(traceCases()),
+                         [](const auto& info) { return caseName(info.param); });
+
+class AlgorithmCompileTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(AlgorithmCompileTest, CompilesAndVerifies) {
+  compiler::CompileOptions options;
+  options.verify = true;
+  const compiler::CompileResult result = compileAlgorithm(requestFor(GetParam()), options);
+  const ShapeCase& c = GetParam();
+  EXPECT_EQ(result.algorithm.nranks, c.ranks != 0 ? c.ranks : c.nodes * c.gpus);
+  EXPECT_EQ(static_cast<int>(result.algorithm.ranks.size()), result.algorithm.nranks);
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, AlgorithmCompileTest, ::testing::ValuesIn(compileCases()),
+                         [](const auto& info) { return caseName(info.param); });
+
+TEST(AlgorithmCompileOptionsTest, InstancesAndChannelsStillVerify) {
+  BuildRequest request = ranksRequest("allreduce.ring", 4);
+  request.params["channels"] = 2;
+  request.instances = 2;
+  request.protocol = ir::Protocol::ll128;
+  const compiler::CompileResult result = compileAlgorithm(request);
+  EXPECT_EQ(result.algorithm.protocol, ir::Protocol::ll128);
+  EXPECT_GE(ir::channelCount(result.algorithm), 2);
+}
+
+TEST(RegistryTest, ListsAllEightAlgorithmsSortedWithCompleteInfo) {
+  std::vector<std::string> names;
+  for (const AlgorithmInfo& info : listAlgorithms()) {
+    names.push_back(info.name);
+    EXPECT_FALSE(info.collective.empty()) << info.name;
+    EXPECT_FALSE(info.description.empty()) << info.name;
+    EXPECT_THAT(info.citation, HasSubstr("seed 000")) << info.name;
+    EXPECT_NE(info.build, nullptr) << info.name;
+    for (const ParamInfo& param : info.params) {
+      EXPECT_LE(param.minValue, param.defaultValue) << info.name << " " << param.name;
+      EXPECT_LE(param.defaultValue, param.maxValue) << info.name << " " << param.name;
+    }
+  }
+  EXPECT_THAT(
+      names, ::testing::ElementsAre("allgather.ring", "allreduce.allpairs",
+                                    "allreduce.hierarchical", "allreduce.ring", "alltoall.allpairs",
+                                    "alltoall.two-step", "alltonext", "reducescatter.ring"));
+}
+
+TEST(RegistryTest, UnknownAlgorithmNamesClosestMatchAndKnownNames) {
+  try {
+    findAlgorithm("allreduce.rign");
+    FAIL() << "expected OptionError";
+  } catch (const OptionError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("did you mean 'allreduce.ring'"));
+    EXPECT_THAT(error.what(), HasSubstr("alltoall.two-step"));
+  }
+}
+
+TEST(RegistryTest, RejectsUnknownParameterWithSuggestion) {
+  BuildRequest request = ranksRequest("allreduce.ring", 4);
+  request.params["chanels"] = 2;
+  try {
+    buildProgram(request);
+    FAIL() << "expected OptionError";
+  } catch (const OptionError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("unknown parameter 'chanels'"));
+    EXPECT_THAT(error.what(), HasSubstr("did you mean 'channels'"));
+  }
+}
+
+TEST(RegistryTest, RejectsOutOfRangeParameter) {
+  BuildRequest request = nodesRequest("allreduce.hierarchical", 2, 2);
+  request.params["schedule"] = 7;
+  EXPECT_THROW(buildProgram(request), OptionError);
+  try {
+    buildProgram(request);
+  } catch (const OptionError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("0..1"));
+  }
+}
+
+TEST(RegistryTest, RejectsMissingOrWrongShape) {
+  EXPECT_THROW(buildProgram(ranksRequest("allreduce.ring", 0)), OptionError);
+  EXPECT_THROW(buildProgram(nodesRequest("allreduce.ring", 2, 2)), OptionError);
+  EXPECT_THROW(buildProgram(ranksRequest("allreduce.hierarchical", 4)), OptionError);
+  EXPECT_THROW(buildProgram(nodesRequest("alltonext", 2, 0)), OptionError);
+  try {
+    buildProgram(ranksRequest("allreduce.hierarchical", 4));
+  } catch (const OptionError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("--nodes N --gpus-per-node G"));
+  }
+}
+
+TEST(RegistryTest, RejectsImpossibleShapes) {
+  EXPECT_THROW(buildProgram(ranksRequest("allreduce.ring", 1)), OptionError);
+  EXPECT_THROW(buildProgram(ranksRequest("allreduce.allpairs", -3)), OptionError);
+  EXPECT_THROW(buildProgram(nodesRequest("alltoall.two-step", 1, 1)), OptionError);
+  EXPECT_THROW(buildProgram(nodesRequest("alltonext", 0, 4)), OptionError);
+  BuildRequest noInstances = ranksRequest("allreduce.ring", 4);
+  noInstances.instances = 0;
+  EXPECT_THROW(buildProgram(noInstances), OptionError);
+}
+
+TEST(RegistryTest, ParsesParamAssignments) {
+  EXPECT_EQ(parseParamAssignment("channels=4"), (std::pair<std::string, int>{"channels", 4}));
+  EXPECT_THROW(parseParamAssignment("channels"), OptionError);
+  EXPECT_THROW(parseParamAssignment("=3"), OptionError);
+  EXPECT_THROW(parseParamAssignment("channels=two"), OptionError);
+  EXPECT_THROW(parseParamAssignment("channels=2x"), OptionError);
+}
+
+std::set<int> channelsUsed(const lang::Program& program) {
+  std::set<int> channels;
+  for (const ir::DagOp& op : program.dag().ops)
+    channels.insert(op.channel);
+  return channels;
+}
+
+TEST(AlgorithmShapeTest, RingChannelsSpreadChunksOverChannels) {
+  BuildRequest request = ranksRequest("allreduce.ring", 4);
+  EXPECT_EQ(channelsUsed(*buildProgram(request)), (std::set<int>{-1}));
+  request.params["channels"] = 2;
+  EXPECT_EQ(channelsUsed(*buildProgram(request)), (std::set<int>{0, 1}));
+}
+
+TEST(AlgorithmShapeTest, HierarchicalManualScheduleUsesThreeChannels) {
+  BuildRequest request = nodesRequest("allreduce.hierarchical", 2, 3);
+  EXPECT_EQ(channelsUsed(*buildProgram(request)), (std::set<int>{0, 1, 2}));
+  request.params["schedule"] = 0;
+  EXPECT_EQ(channelsUsed(*buildProgram(request)), (std::set<int>{-1}));
+}
+
+TEST(AlgorithmShapeTest, AllPairsUsesRSquaredChunks) {
+  auto program = buildProgram(ranksRequest("allreduce.allpairs", 8));
+  EXPECT_EQ(program->collective().chunksPerLoop(), 64);
+  EXPECT_TRUE(program->collective().inPlace());
+}
+
+TEST(AlgorithmShapeTest, TwoStepAggregatesOneTransferPerRemoteNode) {
+  auto program = buildProgram(nodesRequest("alltoall.two-step", 2, 4));
+  int aggregated = 0;
+  for (const ir::DagOp& op : program->dag().ops) {
+    if (op.count == 4) {
+      ++aggregated;
+      EXPECT_EQ(op.src.buffer, ir::BufferKind::scratch);
+      EXPECT_EQ(op.dst.buffer, ir::BufferKind::output);
+      EXPECT_NE(op.src.rank / 4, op.dst.rank / 4);
+    } else {
+      EXPECT_EQ(op.count, 1);
+      EXPECT_EQ(op.src.rank / 4, op.dst.rank / 4) << "single chunks stay inside a node";
+    }
+  }
+  EXPECT_EQ(aggregated, 8);  // each of 8 ranks sends one aggregate to the other node
+}
+
+TEST(AlgorithmShapeTest, AllToNextSpreadsNodeBoundaryOverAllGpus) {
+  auto program = buildProgram(nodesRequest("alltonext", 2, 4));
+  std::set<std::pair<int, int>> crossNode;
+  for (const ir::DagOp& op : program->dag().ops) {
+    if (op.src.rank / 4 != op.dst.rank / 4) crossNode.insert({op.src.rank, op.dst.rank});
+  }
+  EXPECT_EQ(crossNode, (std::set<std::pair<int, int>>{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(program->collective().name(), "alltonext");
+  EXPECT_EQ(program->collective().chunkFactor(), 4);
+}
+
+}  // namespace
+}  // namespace chorus::algorithms

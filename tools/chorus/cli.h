@@ -1,0 +1,34 @@
+// Shared pieces of the `chorus` command-line tool: exit codes, error printing and the
+// per-subcommand set-up functions (one file each, thin over the libraries).
+#pragma once
+
+#include <functional>
+#include <string_view>
+
+namespace CLI {
+class App;
+}
+
+namespace chorus::cli {
+
+// Process exit codes (DESIGN.md "CLI contract").
+enum class ExitCode : int {
+  ok = 0,
+  failure = 1,   // a failure was found: invalid program, wrong result, compile error
+  usage = 2,     // bad options, unknown names, unparsable input
+  internal = 3,  // a bug in chorus
+};
+
+// Runs a parsed subcommand; returns the exit code. May throw chorus::UserError.
+using Command = std::function<ExitCode()>;
+
+// Each adds its subcommand (with options and --help) to `app` and returns the action to run
+// once the command line has been parsed.
+Command addAlgorithmsCommand(CLI::App& app);
+Command addCompileCommand(CLI::App& app);
+Command addVerifyCommand(CLI::App& app);
+
+// Prints "chorus: error: <message>" to stderr.
+void printError(std::string_view message);
+
+}  // namespace chorus::cli

@@ -1,0 +1,189 @@
+// `chorus compile ALGO ...`: builds a library algorithm for a shape, checks its traced
+// postcondition, compiles it (verifying the result unless --no-verify) and writes the IR in
+// the chosen format.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "cli.h"
+#include "compiler/pipeline.h"
+#include "ir/dot_format.h"
+#include "ir/formats.h"
+#include "support/error.h"
+
+namespace chorus::cli {
+namespace {
+
+struct CompileArgs {
+  std::string algorithm;
+  int ranks = 0;
+  int nodes = 0;
+  int gpusPerNode = 0;
+  std::vector<std::string> sets;
+  int instances = 1;
+  std::string protocol = "simple";
+  std::string format = "xml";
+  std::string output = "-";
+  std::vector<std::string> disabledPasses;
+  int fifoSlots = compiler::kDefaultFifoSlots;
+  int waitCost = compiler::CompileOptions{}.waitCost;
+  bool noVerify = false;
+  bool stats = false;
+  std::string dagDot;
+};
+
+ir::Format formatFromName(const std::string& name) {
+  if (name == "xml") return ir::Format::xml;
+  if (name == "json") return ir::Format::json;
+  if (name == "text") return ir::Format::text;
+  if (name == "dot") return ir::Format::dot;
+  throw OptionError(fmt::format("unknown --format '{}'; use xml, json, text or dot", name));
+}
+
+void writeOutput(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return;
+  }
+  std::ofstream file(path, std::ios::binary);
+  if (!file) throw UserError(fmt::format("cannot open '{}' for writing", path));
+  file << text;
+  file.close();
+  if (!file) throw UserError(fmt::format("failed writing '{}'", path));
+}
+
+void checkPassNames(const std::vector<std::string>& names) {
+  const std::vector<std::string>& known = compiler::passNames();
+  for (const std::string& name : names) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw OptionError(fmt::format("unknown pass '{}' for --disable-pass; passes: {}", name,
+                                    fmt::join(known, ", ")));
+    }
+  }
+}
+
+std::size_t dependencyCount(const ir::Algorithm& algorithm) {
+  std::size_t count = 0;
+  for (const ir::RankProgram& rank : algorithm.ranks) {
+    for (const ir::Threadblock& tb : rank.threadblocks) {
+      for (const ir::Step& step : tb.steps)
+        count += step.deps.size();
+    }
+  }
+  return count;
+}
+
+void printStats(const lang::Program& program, const compiler::CompileResult& result) {
+  const ir::Algorithm& algorithm = result.algorithm;
+  fmt::print(stderr, "pass                        time (ms)\n");
+  double total = 0;
+  for (const compiler::PassStats& pass : result.passes) {
+    total += pass.milliseconds;
+    fmt::print(stderr, "  {:<26}{}\n", pass.name,
+               pass.skipped ? std::string("skipped") : fmt::format("{:.3f}", pass.milliseconds));
+  }
+  fmt::print(stderr, "  {:<26}{:.3f}\n", "total", total);
+  fmt::print(stderr,
+             "dag ops {}, ranks {}, channels {}, threadblocks {}, steps {}, dependencies {}\n",
+             program.dag().ops.size(), algorithm.nranks, ir::channelCount(algorithm),
+             ir::threadblockCount(algorithm), ir::stepCount(algorithm), dependencyCount(algorithm));
+}
+
+ExitCode runCompile(const CompileArgs& args) {
+  algorithms::BuildRequest request;
+  request.algorithm = args.algorithm;
+  request.ranks = args.ranks;
+  request.nodes = args.nodes;
+  request.gpusPerNode = args.gpusPerNode;
+  request.instances = args.instances;
+  const auto protocol = ir::parseProtocolName(args.protocol);
+  if (!protocol) {
+    throw OptionError(
+        fmt::format("unknown --protocol '{}'; use simple, ll or ll128", args.protocol));
+  }
+  request.protocol = *protocol;
+  for (const std::string& assignment : args.sets) {
+    const auto [key, value] = algorithms::parseParamAssignment(assignment);
+    request.params[key] = value;
+  }
+  const ir::Format format = formatFromName(args.format);
+  checkPassNames(args.disabledPasses);
+  if (args.fifoSlots < 1) {
+    throw OptionError(fmt::format("--fifo-slots {} must be at least 1", args.fifoSlots));
+  }
+
+  compiler::CompileOptions options;
+  options.fifoSlots = args.fifoSlots;
+  if (args.waitCost < 0)
+    throw OptionError(fmt::format("--wait-cost {} must be at least 0", args.waitCost));
+  options.waitCost = args.waitCost;
+  options.verify = !args.noVerify;
+  options.disabledPasses = args.disabledPasses;
+
+  std::unique_ptr<lang::Program> program = algorithms::buildProgram(request);
+  if (!args.dagDot.empty()) writeOutput(args.dagDot, ir::writeDagDot(program->dag()));
+  algorithms::requirePostcondition(*program, request.algorithm);
+  const compiler::CompileResult result = compiler::compileProgram(program->dag(), options);
+  if (args.stats) printStats(*program, result);
+  writeOutput(args.output, ir::writeAlgorithm(result.algorithm, format));
+  return ExitCode::ok;
+}
+
+}  // namespace
+
+Command addCompileCommand(CLI::App& app) {
+  CLI::App* command = app.add_subcommand(
+      "compile", "Build a library algorithm for a shape, compile and verify it, print its IR");
+  auto args = std::make_shared<CompileArgs>();
+  command->add_option("algorithm", args->algorithm, "Algorithm name (see 'chorus algorithms')")
+      ->required();
+  CLI::Option* ranks =
+      command->add_option("--ranks", args->ranks, "Number of ranks (ranks-shaped algorithms)");
+  CLI::Option* nodes = command->add_option("--nodes", args->nodes, "Number of nodes");
+  CLI::Option* gpus =
+      command->add_option("--gpus-per-node", args->gpusPerNode, "GPUs (ranks) per node");
+  ranks->excludes(nodes)->excludes(gpus);
+  command->add_option("--set", args->sets, "Algorithm parameter NAME=VALUE (repeatable)")
+      ->type_name("NAME=VALUE")
+      ->allow_extra_args(false);
+  command->add_option("--instances", args->instances, "Replicate the program I times")
+      ->capture_default_str();
+  command->add_option("--protocol", args->protocol, "Protocol: simple, ll or ll128")
+      ->check(CLI::IsMember({"simple", "ll", "ll128"}, CLI::ignore_case))
+      ->capture_default_str();
+  command->add_option("--format", args->format, "Output format: xml, json, text or dot")
+      ->check(CLI::IsMember({"xml", "json", "text", "dot"}))
+      ->capture_default_str();
+  command->add_option("-o,--output", args->output, "Output file ('-' = standard output)")
+      ->capture_default_str();
+  command
+      ->add_option("--disable-pass", args->disabledPasses,
+                   fmt::format("Skip a compiler pass by name (repeatable): {}",
+                               fmt::join(compiler::passNames(), ", ")))
+      ->type_name("NAME")
+      ->allow_extra_args(false);
+  command->add_option("--fifo-slots", args->fifoSlots, "Slots per connection FIFO")
+      ->capture_default_str();
+  command
+      ->add_option("--wait-cost", args->waitCost,
+                   "Threadblock choice for local ops: schedule positions one extra "
+                   "cross-threadblock wait is worth (0 = balance load as GC3 does)")
+      ->capture_default_str();
+  command->add_flag("--no-verify", args->noVerify, "Do not verify the compiled IR");
+  command->add_flag("--stats", args->stats,
+                    "Print per-pass timings and step/threadblock/dependency counts to stderr");
+  command->add_option("--dag-dot", args->dagDot, "Also write the chunk DAG as DOT to FILE")
+      ->type_name("FILE");
+  return [args]() { return runCompile(*args); };
+}
+
+}  // namespace chorus::cli
