@@ -219,15 +219,19 @@ class SlotTable {
 InstrGraph assignChannels(InstrGraph graph, const PassContext&) {
   graph.slots.clear();
   SlotTable table(graph);
-  constexpr int kMaxSearch = 4096;
+  // A flow fits on a fresh channel unless manual threadblocks pin it, so the search is bounded
+  // by the channels used so far.
+  int channelsUsed = 0;
   for (const auto& start : graph.instrs) {
     if (start.dead || start.op != ir::OpKind::send) continue;
     std::vector<int> flow;
     int hint = -1;
+    bool manual = false;
     for (int id = start.id; id >= 0;) {
       const Instr& in = graph.instrs[id];
       flow.push_back(id);
       hint = std::max(hint, in.channelHint);
+      manual = manual || in.sendTbHint >= 0 || in.recvTbHint >= 0;
       id = ir::opSends(in.op) ? in.sendMatch : -1;
     }
     auto tryPlace = [&](int channel) {
@@ -246,14 +250,23 @@ InstrGraph assignChannels(InstrGraph graph, const PassContext&) {
             "channel a threadblock of one of its ranks already serves another peer in the same "
             "direction; give one of the two transfers a different channel",
             start.where, start.rank, start.sendPeer, hint));
+      channelsUsed = std::max(channelsUsed, hint + 1);
       continue;
     }
     const auto& avoid = start.avoidChannels;
     auto avoided = [&](int c) { return std::find(avoid.begin(), avoid.end(), c) != avoid.end(); };
     int channel = 0;
+    const int limit = channelsUsed + static_cast<int>(avoid.size()) + 1;
     while (avoided(channel) || !tryPlace(channel))
-      if (++channel > kMaxSearch)
-        throw CompileError(fmt::format("no channel fits the transfer traced at {}", start.where));
+      if (++channel > limit)
+        throw CompileError(fmt::format(
+            "no channel fits the transfer traced at {} (rank {} -> rank {}){}", start.where,
+            start.rank, start.sendPeer,
+            manual ? ": its manual threadblocks (sendTb/recvTb) would need a second send or "
+                     "recv peer, or a second channel; a threadblock has one send peer, one recv "
+                     "peer and one channel"
+                   : ""));
+    channelsUsed = std::max(channelsUsed, channel + 1);
   }
 
   // Keep root slots only, renumbered in creation order.

@@ -80,22 +80,9 @@ std::vector<ShapeCase> traceCases() {
   return cases;
 }
 
-// A sample small enough for a Debug+ASan build.
+// Compiled with verification: the same shapes as traceCases() (the acceptance set).
 std::vector<ShapeCase> compileCases() {
-  std::vector<ShapeCase> cases;
-  for (const AlgorithmInfo& info : listAlgorithms()) {
-    if (info.shape == Shape::ranks) {
-      for (int ranks : {2, 3, 4, 5, 8, 16}) {
-        if (info.name == "allreduce.allpairs" && ranks > 8) continue;  // R^3 local reduces
-        cases.push_back({info.name, ranks, 0, 0});
-      }
-    } else {
-      for (auto [nodes, gpus] : {std::pair{1, 2}, {2, 1}, {2, 3}, {3, 2}, {2, 4}, {3, 4}, {4, 8}}) {
-        cases.push_back({info.name, 0, nodes, gpus});
-      }
-    }
-  }
-  return cases;
+  return traceCases();
 }
 
 class AlgorithmTraceTest : public ::testing::TestWithParam<ShapeCase> {};
