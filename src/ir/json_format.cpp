@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace chorus::ir {
 namespace {
@@ -21,13 +22,6 @@ constexpr int kVersion = 1;
 
 // ---------------------------------------------------------------------------------------------
 // Writing
-
-void appendInt(std::string& out, long long value) {
-  char buffer[24];
-  auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  (void)ec;
-  out.append(buffer, ptr);
-}
 
 void appendString(std::string& out, std::string_view text) {
   out += Json(text).dump(-1, ' ', false, Json::error_handler_t::replace);

@@ -14,6 +14,7 @@
 #include <pugixml.hpp>
 
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace chorus::ir {
 namespace {
@@ -443,13 +444,6 @@ class XmlReader {
 
 // ---------------------------------------------------------------------------------------------
 // Writing
-
-void appendInt(std::string& out, long long value) {
-  char buffer[24];
-  auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  (void)ec;
-  out.append(buffer, ptr);
-}
 
 void appendEscaped(std::string& out, std::string_view text) {
   for (char c : text) {

@@ -9,19 +9,13 @@
 #include <fmt/format.h>
 
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace chorus::ir {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Printing
-
-void appendInt(std::string& out, long long value) {
-  char buffer[24];
-  auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  (void)ec;
-  out.append(buffer, ptr);
-}
 
 void appendQuoted(std::string& out, std::string_view text) {
   out += '"';
