@@ -41,15 +41,6 @@ struct Row {
   std::size_t steps = 0, xmlSteps = 0, nops = 0, threadblocks = 0, deps = 0;
 };
 
-std::size_t countDeps(const chorus::ir::Algorithm& a) {
-  std::size_t n = 0;
-  for (const auto& r : a.ranks)
-    for (const auto& tb : r.threadblocks)
-      for (const auto& s : tb.steps)
-        n += s.deps.size();
-  return n;
-}
-
 // XML steps and nops as MSCCL counts them (each dependency beyond the first is a nop).
 std::pair<std::size_t, std::size_t> xmlStepsAndNops(const chorus::ir::Algorithm& a) {
   std::size_t steps = 0, nops = 0;
@@ -86,7 +77,7 @@ Row measure(const Shape& shape, int repeat) {
     }
     row.steps = chorus::ir::stepCount(result.algorithm);
     row.threadblocks = chorus::ir::threadblockCount(result.algorithm);
-    row.deps = countDeps(result.algorithm);
+    row.deps = chorus::ir::dependencyCount(result.algorithm);
     std::tie(row.xmlSteps, row.nops) = xmlStepsAndNops(result.algorithm);
   }
   row.trace = median(trace);
@@ -155,7 +146,7 @@ int main(int argc, char** argv) {
   std::printf("\nall-pairs AllReduce, 8 ranks (MSCCL XML steps, nops count as steps):\n");
   std::printf("  %-28s %8s %6s %6s %7s\n", "", "steps", "nops", "tbs", "waits");
   std::printf("  %-28s %8zu %6zu %6zu %7zu\n", "msccl-tools (reference)", refXmlSteps, refNops,
-              chorus::ir::threadblockCount(ref), countDeps(ref));
+              chorus::ir::threadblockCount(ref), chorus::ir::dependencyCount(ref));
   std::printf("  %-28s %8zu %6zu %6zu %7zu\n", "chorus", ours.xmlSteps, ours.nops,
               ours.threadblocks, ours.deps);
 

@@ -48,6 +48,18 @@ bool valueDeadAfter(const InstrGraph& graph, const Instr& r, const Instr& s,
   return true;
 }
 
+void replacePred(std::vector<int>& preds, int from, int to);
+
+// Folds instruction `gone` into `kept`: `gone` dies and its successors depend on `kept`.
+void absorb(InstrGraph& graph, std::vector<std::vector<int>>& succs, int kept, int gone) {
+  graph.instrs[gone].dead = true;
+  for (int x : succs[gone]) {
+    if (x == kept) continue;
+    replacePred(graph.instrs[x].preds, gone, kept);
+    succs[kept].push_back(x);
+  }
+}
+
 void replacePred(std::vector<int>& preds, int from, int to) {
   for (auto& p : preds)
     if (p == from) p = to;
@@ -72,12 +84,7 @@ void foldReceiveCopies(InstrGraph& graph, std::vector<std::vector<int>>& succs) 
       if (!valueDeadAfter(graph, r, c, index, accesses)) continue;
       r.dstBuffer = c.dstBuffer;
       r.dstIndex = c.dstIndex;
-      c.dead = true;
-      for (int x : succs[c.id]) {
-        if (x == r.id) continue;
-        replacePred(graph.instrs[x].preds, c.id, r.id);
-        succs[r.id].push_back(x);
-      }
+      absorb(graph, succs, r.id, c.id);
       break;
     }
   }
@@ -182,12 +189,7 @@ InstrGraph fuseInstructions(InstrGraph graph, const PassContext&) {
     graph.instrs[s.sendMatch].recvMatch = r.id;
     r.channelHint = std::max(r.channelHint, s.channelHint);
     r.sendTbHint = s.sendTbHint;
-    s.dead = true;
-    for (int x : succs[s.id]) {
-      if (x == r.id) continue;
-      replacePred(graph.instrs[x].preds, s.id, r.id);
-      succs[r.id].push_back(x);
-    }
+    absorb(graph, succs, r.id, s.id);
   }
   return graph;
 }

@@ -52,6 +52,15 @@ std::size_t stepCount(const Algorithm& algorithm) {
   return n;
 }
 
+std::size_t dependencyCount(const Algorithm& algorithm) {
+  std::size_t n = 0;
+  for (const auto& rank : algorithm.ranks)
+    for (const auto& tb : rank.threadblocks)
+      for (const auto& step : tb.steps)
+        n += step.deps.size();
+  return n;
+}
+
 std::size_t threadblockCount(const Algorithm& algorithm) {
   std::size_t n = 0;
   for (const auto& rank : algorithm.ranks)

@@ -100,6 +100,8 @@ struct Algorithm {
 int channelCount(const Algorithm& algorithm);
 // Total number of steps over all ranks and threadblocks (nops included).
 std::size_t stepCount(const Algorithm& algorithm);
+// Total number of cross-threadblock dependencies (waits) over all steps.
+std::size_t dependencyCount(const Algorithm& algorithm);
 // Total number of threadblocks over all ranks.
 std::size_t threadblockCount(const Algorithm& algorithm);
 

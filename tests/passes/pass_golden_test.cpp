@@ -178,7 +178,7 @@ TEST(PruneWaits, DisabledKeepsMoreWaits) {
   const auto p = algorithms::buildProgram(request);
   const auto pruned = compileWith(*p);
   const auto unpruned = compileWith(*p, {"prune-waits"});
-  EXPECT_LT(dependencyCount(pruned.algorithm), dependencyCount(unpruned.algorithm));
+  EXPECT_LT(ir::dependencyCount(pruned.algorithm), ir::dependencyCount(unpruned.algorithm));
   EXPECT_EQ(ir::stepCount(pruned.algorithm), ir::stepCount(unpruned.algorithm));
   EXPECT_THAT(ir::printText(pruned.algorithm), HasSubstr("deps=("));
   EXPECT_TRUE(verify::verifyAlgorithm(unpruned.algorithm).ok());

@@ -57,15 +57,6 @@ inline std::vector<std::string> stepLines(const ir::Algorithm& algorithm, int ra
   return lines;
 }
 
-inline std::size_t dependencyCount(const ir::Algorithm& algorithm) {
-  std::size_t n = 0;
-  for (const auto& rank : algorithm.ranks)
-    for (const auto& tb : rank.threadblocks)
-      for (const auto& step : tb.steps)
-        n += step.deps.size();
-  return n;
-}
-
 inline compiler::CompileResult compileWith(const lang::Program& program,
                                            std::vector<std::string> disabled = {},
                                            int fifoSlots = compiler::kDefaultFifoSlots) {

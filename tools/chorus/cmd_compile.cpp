@@ -71,17 +71,6 @@ void checkPassNames(const std::vector<std::string>& names) {
   }
 }
 
-std::size_t dependencyCount(const ir::Algorithm& algorithm) {
-  std::size_t count = 0;
-  for (const ir::RankProgram& rank : algorithm.ranks) {
-    for (const ir::Threadblock& tb : rank.threadblocks) {
-      for (const ir::Step& step : tb.steps)
-        count += step.deps.size();
-    }
-  }
-  return count;
-}
-
 void printStats(const lang::Program& program, const compiler::CompileResult& result) {
   const ir::Algorithm& algorithm = result.algorithm;
   fmt::print(stderr, "pass                        time (ms)\n");
@@ -92,10 +81,10 @@ void printStats(const lang::Program& program, const compiler::CompileResult& res
                pass.skipped ? std::string("skipped") : fmt::format("{:.3f}", pass.milliseconds));
   }
   fmt::print(stderr, "  {:<26}{:.3f}\n", "total", total);
-  fmt::print(stderr,
-             "dag ops {}, ranks {}, channels {}, threadblocks {}, steps {}, dependencies {}\n",
-             program.dag().ops.size(), algorithm.nranks, ir::channelCount(algorithm),
-             ir::threadblockCount(algorithm), ir::stepCount(algorithm), dependencyCount(algorithm));
+  fmt::print(
+      stderr, "dag ops {}, ranks {}, channels {}, threadblocks {}, steps {}, dependencies {}\n",
+      program.dag().ops.size(), algorithm.nranks, ir::channelCount(algorithm),
+      ir::threadblockCount(algorithm), ir::stepCount(algorithm), ir::dependencyCount(algorithm));
 }
 
 ExitCode runCompile(const CompileArgs& args) {
