@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CI entry point: builds with -Werror and runs every test, rebuilds with ASan+UBSan (Debug)
-# and runs the tests again (except soak), then checks clang-format on all tracked sources.
+# and runs the tests again (except soak), runs the runtime and transport tests under TSan,
+# then checks clang-format on all tracked sources.
 # Exits non-zero if any stage fails; the last line summarizes.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -33,6 +34,14 @@ asan_build_and_test() {
     (cd build-asan && ctest --output-on-failure -j2 -LE soak)
 }
 
+# The runtime and transports run ranks as threads: check them under ThreadSanitizer too.
+tsan_build_and_test() {
+  cmake -S . -B build-tsan -G Ninja -DCHORUS_WERROR=ON -DCHORUS_SANITIZE_THREAD=ON \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHORUS_BUILD_BENCH=OFF -DCHORUS_BUILD_EXAMPLES=OFF &&
+    cmake --build build-tsan --target test_runtime test_transport &&
+    (cd build-tsan && ctest --output-on-failure -j2 -L 'runtime|transport' -LE soak)
+}
+
 check_format() {
   local files
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
@@ -54,6 +63,7 @@ if ! bash scripts/install_deps.sh; then
 fi
 run_stage "build+ctest (build/)" build_and_test
 run_stage "asan build+ctest (build-asan/)" asan_build_and_test
+run_stage "tsan build+ctest runtime,transport (build-tsan/)" tsan_build_and_test
 run_stage "clang-format" check_format
 
 echo

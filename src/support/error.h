@@ -50,6 +50,20 @@ class CompileError : public UserError {
   using UserError::UserError;
 };
 
+// A wait passed its deadline (CHORUS_TIMEOUT); names what was awaited and from whom.
+class TimeoutError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+// Communication failed: a peer died or was aborted, calls did not match across ranks, a
+// transport could not be set up (e.g. /dev/shm full). Names the collective, sequence number
+// and peer where known.
+class CommError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
 // Thrown by CHORUS_INTERNAL_ASSERT: a bug in chorus itself, never caused by user input.
 class InternalError : public std::logic_error {
  public:

@@ -27,6 +27,7 @@ using Command = std::function<ExitCode()>;
 Command addAlgorithmsCommand(CLI::App& app);
 Command addCompileCommand(CLI::App& app);
 Command addVerifyCommand(CLI::App& app);
+Command addRunCommand(CLI::App& app);
 
 // Prints "chorus: error: <message>" to stderr.
 void printError(std::string_view message);

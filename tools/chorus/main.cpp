@@ -28,12 +28,14 @@ ExitCode exitCodeFor(const UserError& error) {
 }
 
 int runMain(int argc, char** argv) {
-  CLI::App app{"chorus: programmable collective communication (trace, compile, verify)", "chorus"};
+  CLI::App app{"chorus: programmable collective communication (trace, compile, verify, run)",
+               "chorus"};
   app.require_subcommand(1);
   const std::vector<std::pair<std::string, Command>> commands = {
       {"algorithms", addAlgorithmsCommand(app)},
       {"compile", addCompileCommand(app)},
       {"verify", addVerifyCommand(app)},
+      {"run", addRunCommand(app)},
   };
 
   try {

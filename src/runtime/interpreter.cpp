@@ -1,0 +1,405 @@
+#include "runtime/interpreter.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ir/collective.h"
+#include "runtime/reduce_kernels.h"
+#include "support/error.h"
+
+namespace chorus::runtime {
+
+namespace {
+
+constexpr int kBuffers = 3;
+
+int bufferSlot(ir::BufferKind kind) {
+  return static_cast<int>(kind);
+}
+
+// How the collective's `count` maps onto chunks: the loop buffer holds `blocks` blocks of
+// `count` elements (nranks for AllGather, ReduceScatter and AllToAll, else 1), and each block
+// is cut into chunksPerLoop / blocks chunks.
+std::size_t blocksPerLoop(const ir::Algorithm& a) {
+  switch (a.collective) {
+    case ir::CollectiveKind::allgather:
+    case ir::CollectiveKind::reducescatter:
+    case ir::CollectiveKind::alltoall:
+      return static_cast<std::size_t>(a.nranks);
+    default:
+      return 1;
+  }
+}
+
+std::size_t chunksPerBlock(const ir::Algorithm& a) {
+  return std::max<std::size_t>(1, static_cast<std::size_t>(a.chunksPerLoop) / blocksPerLoop(a));
+}
+
+std::size_t bufferElements(const ir::Algorithm& a, int chunks, std::size_t count) {
+  return static_cast<std::size_t>(chunks) / chunksPerBlock(a) * count;
+}
+
+const char* opText(ir::OpKind op) {
+  return ir::opName(op).data();
+}
+
+// Buffers of one rank, in chunk-major layout with `chunkElems` elements per chunk.
+struct RankMemory {
+  std::size_t chunkElems = 0;
+  std::size_t elemSize = 0;
+  std::uint8_t* base[kBuffers] = {nullptr, nullptr, nullptr};
+  std::vector<std::uint8_t> staged[kBuffers];  // padded copies when staging
+  bool staging = false;
+
+  std::uint8_t* piece(ir::BufferKind kind, int chunk, std::size_t offset) const {
+    return base[bufferSlot(kind)] +
+           (static_cast<std::size_t>(chunk) * chunkElems + offset) * elemSize;
+  }
+};
+
+// Per-threadblock execution state.
+struct TaskState {
+  const ir::Threadblock* tb = nullptr;
+  transport::Fifo* send = nullptr;
+  transport::Fifo* recv = nullptr;
+  std::size_t step = 0;         // next step within the iteration
+  std::size_t iteration = 0;    // current tile
+  std::uint64_t completed = 0;  // steps finished over all iterations
+  bool done = false;
+};
+
+class RankExecutor {
+ public:
+  RankExecutor(const ir::Algorithm& algorithm, int rank, const CollectiveArgs& args,
+               transport::ConnectionSet& connections, const ExecOptions& options)
+      : a_(algorithm),
+        rank_(rank),
+        args_(args),
+        connections_(connections),
+        options_(options),
+        collective_(ir::collectiveOf(algorithm)),
+        program_(algorithm.ranks.at(rank)) {}
+
+  void run() {
+    prepareMemory();
+    if (mem_.chunkElems == 0) return finish();
+    prepareTasks();
+    loop();
+    finish();
+  }
+
+ private:
+  // ---- memory ------------------------------------------------------------------------------
+  void prepareMemory() {
+    mem_.elemSize = dataTypeSize(args_.type);
+    const std::size_t q = chunksPerBlock(a_);
+    const std::size_t count = args_.count;
+    mem_.chunkElems = (count + q - 1) / q;
+    const bool divisible = count % q == 0;
+    auto* userIn = static_cast<std::uint8_t*>(const_cast<void*>(args_.input));
+    auto* userOut = static_cast<std::uint8_t*>(args_.output);
+    const std::size_t inBytes = inputElements(a_, rank_, count) * mem_.elemSize;
+    const std::size_t outBytes = outputElements(a_, rank_, count) * mem_.elemSize;
+    bool aliasOk = true;
+    if (a_.inPlace) {
+      for (auto kind : {ir::BufferKind::input, ir::BufferKind::output}) {
+        const auto c = collective_->canonical(rank_, {kind, 0});
+        if (c.buffer == kind) continue;
+        std::uint8_t* self = kind == ir::BufferKind::input ? userIn : userOut;
+        std::uint8_t* other = c.buffer == ir::BufferKind::input ? userIn : userOut;
+        aliasOk = aliasOk && self == other + c.index * mem_.chunkElems * mem_.elemSize;
+      }
+    } else if (userIn && userOut && inBytes && outBytes) {
+      // Out-of-place plans must not see overlapping buffers.
+      aliasOk = userIn + inBytes <= userOut || userOut + outBytes <= userIn;
+    }
+    mem_.staging = !divisible || !aliasOk;
+    if (!mem_.staging) {
+      mem_.base[bufferSlot(ir::BufferKind::input)] = userIn;
+      mem_.base[bufferSlot(ir::BufferKind::output)] = userOut;
+    } else {
+      stageIn(userIn);
+    }
+    // Aliased-away buffers point into their canonical buffer.
+    for (auto kind : {ir::BufferKind::input, ir::BufferKind::output}) {
+      const auto c = collective_->canonical(rank_, {kind, 0});
+      if (c.buffer != kind)
+        mem_.base[bufferSlot(kind)] =
+            mem_.base[bufferSlot(c.buffer)] + c.index * mem_.chunkElems * mem_.elemSize;
+    }
+    auto& scratch = mem_.staged[bufferSlot(ir::BufferKind::scratch)];
+    scratch.resize(static_cast<std::size_t>(program_.scratchChunks) * mem_.chunkElems *
+                   mem_.elemSize);
+    mem_.base[bufferSlot(ir::BufferKind::scratch)] = scratch.data();
+  }
+
+  // Copies the user's blocks into padded canonical buffers (block b at b * chunksPerBlock chunks).
+  void stageIn(const std::uint8_t* userIn) {
+    const std::size_t q = chunksPerBlock(a_);
+    const std::size_t blockBytes = args_.count * mem_.elemSize;
+    const std::size_t paddedBlockBytes = q * mem_.chunkElems * mem_.elemSize;
+    for (auto kind : {ir::BufferKind::input, ir::BufferKind::output}) {
+      if (collective_->canonical(rank_, {kind, 0}).buffer != kind) continue;
+      const int chunks = kind == ir::BufferKind::input ? collective_->inputChunks(rank_)
+                                                       : collective_->outputChunks(rank_);
+      auto& buffer = mem_.staged[bufferSlot(kind)];
+      buffer.assign(static_cast<std::size_t>(chunks) * mem_.chunkElems * mem_.elemSize, 0);
+      mem_.base[bufferSlot(kind)] = buffer.data();
+    }
+    // The user's input lands where the (canonical) input lives, block by block.
+    if (userIn == nullptr) return;
+    const std::size_t blocks = static_cast<std::size_t>(collective_->inputChunks(rank_)) / q;
+    const auto c = collective_->canonical(rank_, {ir::BufferKind::input, 0});
+    std::uint8_t* dst = mem_.base[bufferSlot(c.buffer)] + c.index * mem_.chunkElems * mem_.elemSize;
+    for (std::size_t b = 0; b < blocks; ++b)
+      std::memcpy(dst + b * paddedBlockBytes, userIn + b * blockBytes, blockBytes);
+  }
+
+  void stageOut() {
+    const std::size_t q = chunksPerBlock(a_);
+    const std::size_t blockBytes = args_.count * mem_.elemSize;
+    const std::size_t paddedBlockBytes = q * mem_.chunkElems * mem_.elemSize;
+    auto* userOut = static_cast<std::uint8_t*>(args_.output);
+    if (userOut == nullptr) return;
+    const std::size_t blocks = static_cast<std::size_t>(collective_->outputChunks(rank_)) / q;
+    const std::uint8_t* src = mem_.base[bufferSlot(ir::BufferKind::output)];
+    for (std::size_t b = 0; b < blocks; ++b)
+      std::memmove(userOut + b * blockBytes, src + b * paddedBlockBytes, blockBytes);
+  }
+
+  void finish() {
+    if (mem_.chunkElems == 0) return;
+    if (mem_.staging) stageOut();
+    if (args_.op == ReduceOp::avg) averageOutputs();
+  }
+
+  // avg reduces as sum; the outputs that hold reductions are divided by the rank count once.
+  void averageOutputs() {
+    const bool reduces = a_.collective == ir::CollectiveKind::allreduce ||
+                         a_.collective == ir::CollectiveKind::reducescatter ||
+                         (a_.collective == ir::CollectiveKind::reduce && rank_ == a_.root);
+    if (!reduces || args_.output == nullptr) return;
+    divideElements(args_.type, args_.output, outputElements(a_, rank_, args_.count), a_.nranks);
+  }
+
+  // ---- tasks -------------------------------------------------------------------------------
+  void prepareTasks() {
+    std::size_t maxCount = 1;
+    for (const auto& r : a_.ranks)
+      for (const auto& tb : r.threadblocks)
+        for (const auto& s : tb.steps)
+          if (ir::opSends(s.op) || ir::opReceives(s.op))
+            maxCount = std::max<std::size_t>(maxCount, static_cast<std::size_t>(s.count));
+    tasks_.resize(program_.threadblocks.size());
+    std::size_t slotBytes = 0;
+    for (std::size_t t = 0; t < tasks_.size(); ++t) {
+      TaskState& task = tasks_[t];
+      task.tb = &program_.threadblocks[t];
+      if (task.tb->sendPeer >= 0)
+        task.send = &connections_.sendFifo(task.tb->sendPeer, task.tb->channel);
+      if (task.tb->recvPeer >= 0)
+        task.recv = &connections_.recvFifo(task.tb->recvPeer, task.tb->channel);
+      for (auto* fifo : {task.send, task.recv})
+        if (fifo)
+          slotBytes = slotBytes ? std::min(slotBytes, fifo->slotBytes()) : fifo->slotBytes();
+      task.done = task.tb->steps.empty();
+    }
+    // Every rank derives the same tile from the whole algorithm and the transport's slot size.
+    if (slotBytes == 0) slotBytes = std::size_t{1} << 20;
+    tileElems_ = std::max<std::size_t>(1, slotBytes / (maxCount * mem_.elemSize));
+    tileElems_ = std::min(tileElems_, mem_.chunkElems);
+    iterations_ = (mem_.chunkElems + tileElems_ - 1) / tileElems_;
+  }
+
+  void loop() {
+    const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+    std::size_t remaining = 0;
+    for (const auto& task : tasks_)
+      remaining += task.done ? 0 : 1;
+    int idle = 0;
+    while (remaining > 0) {
+      bool progressed = false;
+      for (auto& task : tasks_) {
+        if (task.done) continue;
+        while (!task.done && tryStep(task)) {
+          progressed = true;
+          if (task.done) --remaining;
+        }
+      }
+      if (progressed) {
+        idle = 0;
+        continue;
+      }
+      // Nothing could run: check for failures, then back off (spin, yield, then sleep).
+      ++idle;
+      if ((idle & 63) == 0) {
+        const std::string reason = connections_.abortReason();
+        if (!reason.empty())
+          throw CommError(fmt::format("rank {}: {} aborted: {}", rank_, label(), reason));
+        if (std::chrono::steady_clock::now() > deadline) failTimeout();
+      }
+      if (idle > 2048)
+        std::this_thread::sleep_for(std::chrono::microseconds(idle > 8192 ? 200 : 20));
+      else if (idle > 64)
+        std::this_thread::yield();
+    }
+  }
+
+  std::string label() const {
+    return options_.collectiveLabel
+               ? std::string(options_.collectiveLabel)
+               : fmt::format("{} '{}'", ir::collectiveName(a_.collective), a_.name);
+  }
+
+  [[noreturn]] void failTimeout() {
+    std::string waits;
+    for (const auto& task : tasks_) {
+      if (task.done) continue;
+      const ir::Step& s = task.tb->steps[task.step];
+      waits += fmt::format("; tb {} step {} ({}, tile {}/{}) waits for {}", task.tb->id, task.step,
+                           opText(s.op), task.iteration + 1, iterations_, blocker(task, s));
+    }
+    const std::string message = fmt::format(
+        "rank {}: {} timed out after {} ms{}. A peer may have died or is not calling the same "
+        "collective; raise CHORUS_TIMEOUT if it is only slow",
+        rank_, label(), options_.timeout.count(), waits);
+    connections_.abort(message);
+    throw TimeoutError(message);
+  }
+
+  std::string blocker(const TaskState& task, const ir::Step& s) const {
+    for (const auto& d : s.deps)
+      if (!depDone(d, task.iteration)) return fmt::format("tb {} step {}", d.tb, d.step);
+    if (ir::opReceives(s.op))
+      return fmt::format("a message from rank {} (channel {})", task.tb->recvPeer,
+                         task.tb->channel);
+    return fmt::format("a free slot to rank {} (channel {})", task.tb->sendPeer, task.tb->channel);
+  }
+
+  bool depDone(const ir::StepRef& d, std::size_t iteration) const {
+    const TaskState& other = tasks_[d.tb];
+    return other.completed >= iteration * other.tb->steps.size() + d.step + 1;
+  }
+
+  // Runs the task's next step if everything it needs is available; false otherwise.
+  bool tryStep(TaskState& task) {
+    const ir::Step& s = task.tb->steps[task.step];
+    for (const auto& d : s.deps)
+      if (!depDone(d, task.iteration)) return false;
+    const std::uint8_t* in = nullptr;
+    std::size_t inBytes = 0;
+    std::uint8_t* out = nullptr;
+    if (ir::opReceives(s.op) && (in = task.recv->tryRecvSlot(&inBytes)) == nullptr) return false;
+    if (ir::opSends(s.op) && (out = task.send->trySendSlot()) == nullptr) return false;
+
+    const std::size_t offset = task.iteration * tileElems_;
+    const std::size_t len = std::min(tileElems_, mem_.chunkElems - offset);
+    const std::size_t pieceBytes = len * mem_.elemSize;
+    const std::size_t messageBytes = pieceBytes * static_cast<std::size_t>(s.count);
+    if (in && inBytes != messageBytes) {
+      const std::string message = fmt::format(
+          "rank {}: {}: tb {} step {} ({}) expected {} bytes from rank {} but got {}; the ranks "
+          "are not running the same algorithm, count or datatype",
+          rank_, label(), task.tb->id, task.step, opText(s.op), messageBytes, task.tb->recvPeer,
+          inBytes);
+      connections_.abort(message);
+      throw CommError(message);
+    }
+    execute(s, in, out, offset, len, pieceBytes);
+    if (in) task.recv->releaseRecv();
+    if (out) task.send->commitSend(messageBytes);
+
+    ++task.completed;
+    if (++task.step == task.tb->steps.size()) {
+      task.step = 0;
+      if (++task.iteration == iterations_) task.done = true;
+    }
+    return true;
+  }
+
+  void reducePieces(std::uint8_t* dst, const std::uint8_t* a, const std::uint8_t* b,
+                    std::size_t elems) {
+    reduceElements(args_.type, args_.op, dst, a, b, elems);
+  }
+
+  // Executes one step on one tile. Pieces of a multi-count step are `len` elements of each
+  // chunk; in a message they are packed back to back.
+  void execute(const ir::Step& s, const std::uint8_t* in, std::uint8_t* out, std::size_t offset,
+               std::size_t len, std::size_t pieceBytes) {
+    for (int i = 0; i < s.count; ++i) {
+      const std::size_t at = static_cast<std::size_t>(i) * pieceBytes;
+      switch (s.op) {
+        case ir::OpKind::send:
+          std::memcpy(out + at, mem_.piece(s.srcBuffer, s.srcIndex + i, offset), pieceBytes);
+          break;
+        case ir::OpKind::recv:
+          std::memcpy(mem_.piece(s.dstBuffer, s.dstIndex + i, offset), in + at, pieceBytes);
+          break;
+        case ir::OpKind::recvCopySend:
+          std::memcpy(mem_.piece(s.dstBuffer, s.dstIndex + i, offset), in + at, pieceBytes);
+          std::memcpy(out + at, in + at, pieceBytes);
+          break;
+        case ir::OpKind::recvReduceCopy:
+          reducePieces(mem_.piece(s.dstBuffer, s.dstIndex + i, offset), in + at,
+                       mem_.piece(s.srcBuffer, s.srcIndex + i, offset), len);
+          break;
+        case ir::OpKind::recvReduceSend:
+          reducePieces(out + at, in + at, mem_.piece(s.srcBuffer, s.srcIndex + i, offset), len);
+          break;
+        case ir::OpKind::recvReduceCopySend: {
+          std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
+          reducePieces(out + at, in + at, mem_.piece(s.srcBuffer, s.srcIndex + i, offset), len);
+          std::memcpy(dst, out + at, pieceBytes);
+          break;
+        }
+        case ir::OpKind::copy:
+          std::memmove(mem_.piece(s.dstBuffer, s.dstIndex + i, offset),
+                       mem_.piece(s.srcBuffer, s.srcIndex + i, offset), pieceBytes);
+          break;
+        case ir::OpKind::reduce: {
+          std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
+          reducePieces(dst, dst, mem_.piece(s.srcBuffer, s.srcIndex + i, offset), len);
+          break;
+        }
+        case ir::OpKind::nop:
+          return;
+      }
+    }
+  }
+
+  const ir::Algorithm& a_;
+  const int rank_;
+  const CollectiveArgs& args_;
+  transport::ConnectionSet& connections_;
+  const ExecOptions& options_;
+  std::shared_ptr<const ir::Collective> collective_;
+  const ir::RankProgram& program_;
+  RankMemory mem_;
+  std::vector<TaskState> tasks_;
+  std::size_t tileElems_ = 1;
+  std::size_t iterations_ = 0;
+};
+
+}  // namespace
+
+std::size_t inputElements(const ir::Algorithm& algorithm, int rank, std::size_t count) {
+  return bufferElements(algorithm, ir::collectiveOf(algorithm)->inputChunks(rank), count);
+}
+
+std::size_t outputElements(const ir::Algorithm& algorithm, int rank, std::size_t count) {
+  return bufferElements(algorithm, ir::collectiveOf(algorithm)->outputChunks(rank), count);
+}
+
+void executeRank(const ir::Algorithm& algorithm, int rank, const CollectiveArgs& args,
+                 transport::ConnectionSet& connections, const ExecOptions& options) {
+  if (rank < 0 || rank >= algorithm.nranks || rank >= static_cast<int>(algorithm.ranks.size()))
+    throw OptionError(fmt::format("rank {} is not a rank of '{}' ({} ranks)", rank, algorithm.name,
+                                  algorithm.nranks));
+  RankExecutor(algorithm, rank, args, connections, options).run();
+}
+
+}  // namespace chorus::runtime

@@ -1,0 +1,42 @@
+// The interpreter: runs one rank's part of an ir::Algorithm on user buffers (GC3 §6.2, seed
+// 000). Every threadblock is a resumable task; the calling thread drives them all. Chunks are
+// tiled to the FIFO slot size and the whole program runs once per tile, so phases pipeline.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include "ir/algorithm.h"
+#include "runtime/datatype.h"
+#include "transport/connections.h"
+
+namespace chorus::runtime {
+
+// One rank's buffers and element type. `count` follows NCCL: elements of the AllReduce,
+// Broadcast and Reduce buffers, the per-rank input of AllGather, the per-rank output of
+// ReduceScatter and the per-peer block of AllToAll; custom collectives use the whole buffer.
+struct CollectiveArgs {
+  const void* input = nullptr;
+  void* output = nullptr;
+  std::size_t count = 0;
+  DataType type = DataType::float32;
+  ReduceOp op = ReduceOp::sum;
+};
+
+struct ExecOptions {
+  std::chrono::milliseconds timeout{300'000};  // per call; CHORUS_TIMEOUT overrides in the API
+  const char* collectiveLabel = nullptr;       // for error messages, e.g. "allreduce #12"
+};
+
+// Elements the input/output buffer of `rank` must hold for `count` (see CollectiveArgs).
+std::size_t inputElements(const ir::Algorithm& algorithm, int rank, std::size_t count);
+std::size_t outputElements(const ir::Algorithm& algorithm, int rank, std::size_t count);
+
+// Runs `rank`'s program to completion on the calling thread. Any element count works: when the
+// chunking does not divide it, the buffers are staged through padded copies. Throws
+// TimeoutError when a wait passes the deadline and CommError when another rank failed or the
+// peers disagree on the message sizes; either way the group is aborted so no rank hangs.
+void executeRank(const ir::Algorithm& algorithm, int rank, const CollectiveArgs& args,
+                 transport::ConnectionSet& connections, const ExecOptions& options = {});
+
+}  // namespace chorus::runtime

@@ -1,0 +1,168 @@
+// Runs library algorithms and the reference MSCCL XML files on the thread transport and checks
+// every output element exactly (integer-valued data, so any reduction order is exact).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "algorithms/registry.h"
+#include "ir/msccl_xml.h"
+#include "runtime/interpreter.h"
+#include "runtime/thread_runner.h"
+#include "support/error.h"
+
+namespace chorus {
+namespace {
+
+using runtime::DataType;
+using runtime::ReduceOp;
+
+runtime::ThreadRunReport run(const ir::Algorithm& a, std::size_t count,
+                             DataType type = DataType::float32, ReduceOp op = ReduceOp::sum,
+                             std::size_t slotBytes = 4096) {
+  runtime::ThreadRunOptions options;
+  options.count = count;
+  options.type = type;
+  options.op = op;
+  options.timeout = std::chrono::milliseconds(60'000);
+  options.fifo.slotBytes = slotBytes;  // small slots: many tiles, exercises pipelining
+  return runtime::runOnThreads(a, options);
+}
+
+ir::Algorithm compile(const std::string& name, int ranks, int nodes = 0, int gpus = 0) {
+  algorithms::BuildRequest request;
+  request.algorithm = name;
+  request.ranks = ranks;
+  request.nodes = nodes;
+  request.gpusPerNode = gpus;
+  return algorithms::compileAlgorithm(request).algorithm;
+}
+
+struct LibraryCase {
+  std::string algorithm;
+  int ranks = 0, nodes = 0, gpus = 0;
+};
+
+class LibraryOnThreads : public ::testing::TestWithParam<LibraryCase> {};
+
+TEST_P(LibraryOnThreads, ExactResultsAcrossCountsTypesAndOps) {
+  const auto& c = GetParam();
+  const auto a = compile(c.algorithm, c.ranks, c.nodes, c.gpus);
+  // Counts: tiny, not divisible by the chunking, divisible, and several tiles.
+  for (std::size_t count :
+       {std::size_t{1}, std::size_t{7}, std::size_t{1000}, std::size_t{4096}, std::size_t{70001}}) {
+    const auto report = run(a, count);
+    EXPECT_TRUE(report.ok()) << c.algorithm << " count " << count << ": " << report.firstWrong;
+    EXPECT_GT(report.checkedElements, 0u);
+  }
+  for (DataType type : {DataType::int8, DataType::uint32, DataType::int64, DataType::float16,
+                        DataType::bfloat16, DataType::float64})
+    for (ReduceOp op :
+         {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg}) {
+      const auto report = run(a, 513, type, op);
+      EXPECT_TRUE(report.ok()) << c.algorithm << " " << runtime::dataTypeName(type) << " "
+                               << runtime::reduceOpName(op) << ": " << report.firstWrong;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Registry, LibraryOnThreads,
+    ::testing::Values(LibraryCase{"allreduce.ring", 4}, LibraryCase{"allreduce.ring", 3},
+                      LibraryCase{"allreduce.allpairs", 4}, LibraryCase{"allgather.ring", 5},
+                      LibraryCase{"reducescatter.ring", 4}, LibraryCase{"alltoall.allpairs", 3},
+                      LibraryCase{"allreduce.hierarchical", 0, 2, 3},
+                      LibraryCase{"alltoall.two-step", 0, 2, 2}, LibraryCase{"alltonext", 0, 2, 3}),
+    [](const ::testing::TestParamInfo<LibraryCase>& info) {
+      std::string name = info.param.algorithm + "_" + std::to_string(info.index);
+      for (auto& ch : name)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return name;
+    });
+
+TEST(LibraryOnThreads, InstancesAndLargeSlots) {
+  algorithms::BuildRequest request;
+  request.algorithm = "allreduce.ring";
+  request.ranks = 4;
+  request.instances = 2;
+  request.params["channels"] = 2;
+  const auto a = algorithms::compileAlgorithm(request).algorithm;
+  const auto report = run(a, std::size_t{1} << 18, DataType::float32, ReduceOp::sum, 256 << 10);
+  EXPECT_TRUE(report.ok()) << report.firstWrong;
+}
+
+std::vector<std::string> validFiles() {
+  std::vector<std::string> files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(CHORUS_SHARED_DIR "/interop/msccl-xml/valid"))
+    files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+class MscclFileOnThreads : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MscclFileOnThreads, ExactResult) {
+  for (const auto& a : ir::readMscclXmlFile(GetParam())) {
+    for (std::size_t count : {std::size_t{1}, std::size_t{777}, std::size_t{8192}}) {
+      const auto report = run(a, count);
+      EXPECT_TRUE(report.ok()) << a.name << " count " << count << ": " << report.firstWrong;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Interop, MscclFileOnThreads, ::testing::ValuesIn(validFiles()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = std::filesystem::path(info.param).stem().string();
+                           for (auto& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
+TEST(RuntimeErrors, MismatchedCountsAreNamedOnEveryRank) {
+  const auto a = compile("allreduce.ring", 2);
+  transport::ThreadGroup group(2, {8, 4096});
+  std::vector<float> in0(64, 1), out0(64), in1(32, 1), out1(32);
+  std::string errors[2];
+  std::thread t0([&] {
+    try {
+      runtime::executeRank(a, 0, {in0.data(), out0.data(), 64}, group.rank(0),
+                           {std::chrono::milliseconds(5000)});
+    } catch (const UserError& e) {
+      errors[0] = e.what();
+    }
+  });
+  std::thread t1([&] {
+    try {
+      runtime::executeRank(a, 1, {in1.data(), out1.data(), 32}, group.rank(1),
+                           {std::chrono::milliseconds(5000)});
+    } catch (const UserError& e) {
+      errors[1] = e.what();
+    }
+  });
+  t0.join();
+  t1.join();
+  const std::string all = errors[0] + " | " + errors[1];
+  EXPECT_NE(all.find("not running the same algorithm, count or datatype"), std::string::npos)
+      << all;
+  EXPECT_FALSE(errors[0].empty());
+  EXPECT_FALSE(errors[1].empty());
+}
+
+TEST(RuntimeErrors, MissingPeerTimesOutWithTheWaitNamed) {
+  const auto a = compile("allreduce.ring", 2);
+  transport::ThreadGroup group(2, {8, 4096});
+  std::vector<float> in(64, 1), out(64);
+  try {
+    runtime::executeRank(a, 0, {in.data(), out.data(), 64}, group.rank(0),
+                         {std::chrono::milliseconds(200)});
+    FAIL() << "expected a timeout";
+  } catch (const TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("timed out after 200 ms"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(group.rank(1).abortReason().empty());
+}
+
+}  // namespace
+}  // namespace chorus

@@ -1,0 +1,134 @@
+// `chorus run FILE|ALGO --ranks N ...`: executes a plan file or a library algorithm on real
+// ranks (threads of this process for --transport thread) with exact integer-valued data and
+// checks every output element against the collective's definition.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "cli.h"
+#include "ir/formats.h"
+#include "runtime/interpreter.h"
+#include "runtime/thread_runner.h"
+#include "support/error.h"
+#include "support/size.h"
+
+namespace chorus::cli {
+namespace {
+
+struct RunArgs {
+  std::string target;
+  int ranks = 0;
+  int nodes = 0;
+  int gpusPerNode = 0;
+  std::vector<std::string> sets;
+  int instances = 1;
+  std::string bytes = "1M";
+  std::string dtype = "float32";
+  std::string op = "sum";
+  std::string transport = "thread";
+  double timeoutSeconds = 300;
+  int iterations = 1;
+};
+
+// A plan file ('-' or an existing path) or else a library algorithm compiled for the shape.
+std::vector<ir::Algorithm> loadPlans(const RunArgs& args) {
+  if (args.target == "-" || std::filesystem::exists(args.target))
+    return ir::readAlgorithmsFile(args.target);
+  algorithms::BuildRequest request;
+  request.algorithm = args.target;
+  request.ranks = args.ranks;
+  request.nodes = args.nodes;
+  request.gpusPerNode = args.gpusPerNode;
+  request.instances = args.instances;
+  for (const std::string& assignment : args.sets) {
+    const auto [key, value] = algorithms::parseParamAssignment(assignment);
+    request.params[key] = value;
+  }
+  return {algorithms::compileAlgorithm(request).algorithm};
+}
+
+ExitCode runRun(const RunArgs& args) {
+  if (args.transport != "thread")
+    throw OptionError(
+        fmt::format("--transport {} is not available yet; this build runs ranks as threads "
+                    "(--transport thread)",
+                    args.transport));
+  const auto type = runtime::parseDataType(args.dtype);
+  if (!type) throw OptionError(fmt::format("unknown --dtype '{}'", args.dtype));
+  const auto op = runtime::parseReduceOp(args.op);
+  if (!op)
+    throw OptionError(fmt::format("unknown --op '{}'; use sum, prod, min, max or avg", args.op));
+  const std::uint64_t bytes = parseSize(args.bytes);
+  if (args.iterations < 1) throw OptionError("--iters must be at least 1");
+
+  bool allCorrect = true;
+  for (const ir::Algorithm& plan : loadPlans(args)) {
+    if (args.ranks > 0 && plan.nranks != args.ranks)
+      throw OptionError(fmt::format("'{}' is a plan for {} ranks, not --ranks {}", plan.name,
+                                    plan.nranks, args.ranks));
+    // --bytes is the largest buffer per rank (nccl-tests' "size").
+    const std::size_t esz = runtime::dataTypeSize(*type);
+    const std::size_t perCount =
+        std::max(runtime::inputElements(plan, 0, 1), runtime::outputElements(plan, 0, 1));
+    runtime::ThreadRunOptions options;
+    options.count = bytes / esz / std::max<std::size_t>(1, perCount);
+    options.type = *type;
+    options.op = *op;
+    options.iterations = args.iterations;
+    options.timeout = std::chrono::milliseconds(static_cast<long>(args.timeoutSeconds * 1000));
+    const auto report = runtime::runOnThreads(plan, options);
+    fmt::print("{} '{}' on {} ranks ({} transport): {} per rank, count {}, {} {}: ",
+               ir::collectiveName(plan.collective), plan.name, plan.nranks, args.transport,
+               formatSize(options.count * perCount * esz), options.count,
+               runtime::dataTypeName(*type), runtime::reduceOpName(*op));
+    if (report.ok()) {
+      fmt::print("correct ({} elements checked), {:.3f} ms\n", report.checkedElements,
+                 report.seconds * 1e3);
+    } else {
+      allCorrect = false;
+      fmt::print("WRONG: {} of {} elements differ; first: {}\n", report.wrongElements,
+                 report.checkedElements, report.firstWrong);
+    }
+  }
+  return allCorrect ? ExitCode::ok : ExitCode::failure;
+}
+
+}  // namespace
+
+Command addRunCommand(CLI::App& app) {
+  CLI::App* command = app.add_subcommand(
+      "run", "Execute a plan file or library algorithm on real ranks and check the result");
+  auto args = std::make_shared<RunArgs>();
+  command
+      ->add_option("target", args->target,
+                   "Plan file (MSCCL XML, JSON, text; '-' = stdin) or algorithm name")
+      ->required();
+  CLI::Option* ranks = command->add_option("--ranks", args->ranks, "Number of ranks");
+  CLI::Option* nodes = command->add_option("--nodes", args->nodes, "Number of nodes (algorithms)");
+  CLI::Option* gpus = command->add_option("--gpus-per-node", args->gpusPerNode, "Ranks per node");
+  ranks->excludes(nodes)->excludes(gpus);
+  command->add_option("--set", args->sets, "Algorithm parameter NAME=VALUE (repeatable)")
+      ->type_name("NAME=VALUE")
+      ->allow_extra_args(false);
+  command->add_option("--instances", args->instances, "Replicate the program I times")
+      ->capture_default_str();
+  command->add_option("--bytes", args->bytes, "Largest buffer per rank: 8, 64K, 1M, 1G")
+      ->capture_default_str();
+  command->add_option("--dtype", args->dtype, "Element type (int8 ... float64, bf16, f16)")
+      ->capture_default_str();
+  command->add_option("--op", args->op, "Reduction: sum, prod, min, max, avg")
+      ->capture_default_str();
+  command->add_option("--transport", args->transport, "thread (shm and tcp: not yet)")
+      ->capture_default_str();
+  command->add_option("--timeout", args->timeoutSeconds, "Seconds before a stuck rank fails")
+      ->capture_default_str();
+  command->add_option("--iters", args->iterations, "Runs back to back")->capture_default_str();
+  return [args]() { return runRun(*args); };
+}
+
+}  // namespace chorus::cli
