@@ -182,4 +182,29 @@ TEST(CliTest, VerifyMissingOrUnparsableFileIsUsageError) {
   EXPECT_THAT(garbage.output, HasSubstr("chorus: error:"));
 }
 
+TEST(CliRunTest, RunsALibraryAlgorithmAndChecksTheResult) {
+  const CommandResult result =
+      runCli("run allreduce.ring --ranks 3 --bytes 10000 --dtype int32 --op max");
+  EXPECT_EQ(result.exitCode, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("on 3 ranks (thread transport)"));
+  EXPECT_THAT(result.output, HasSubstr("int32 max: correct"));
+}
+
+TEST(CliRunTest, RunsAnMscclFileFromStandardInput) {
+  const CommandResult result = runShell(
+      "cat '" CHORUS_SHARED_DIR "/interop/msccl-xml/valid/allgather_ring_simple_4r.xml' | " +
+      cli() + " run - --bytes 4K");
+  EXPECT_EQ(result.exitCode, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("correct"));
+}
+
+TEST(CliRunTest, BadSizeAndUnavailableTransportAreUsageErrors) {
+  const CommandResult size = runCli("run allreduce.ring --ranks 2 --bytes 12Q");
+  EXPECT_EQ(size.exitCode, 2) << size.output;
+  EXPECT_THAT(size.output, HasSubstr("'12Q' is not a size"));
+  const CommandResult transport = runCli("run allreduce.ring --ranks 2 --transport shm");
+  EXPECT_EQ(transport.exitCode, 2) << transport.output;
+  EXPECT_THAT(transport.output, HasSubstr("--transport shm is not available yet"));
+}
+
 }  // namespace
