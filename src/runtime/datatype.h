@@ -65,6 +65,16 @@ namespace detail {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 
+// Reinterprets the bits of `from` (scalars and GCC vectors). memcpy rather than std::bit_cast:
+// GCC 12's UBSan reports a false null load for bit_cast on vector types in target("avx2") code.
+template <typename To, typename From>
+[[gnu::always_inline]] inline To bitsAs(const From& from) {
+  static_assert(sizeof(To) == sizeof(From));
+  To to;
+  __builtin_memcpy(&to, &from, sizeof(To));
+  return to;
+}
+
 // Branch-free conversion bodies shared by the scalar functions above and the vectorized kernels
 // in reduce_kernels.cpp. U is std::uint32_t or a GCC vector of std::uint32_t holding one 16- or
 // 32-bit pattern per lane; S and F are the signed-integer and float types of the same shape.
@@ -83,11 +93,11 @@ template <class U>
 template <class U, class S, class F>
 [[gnu::always_inline]] inline U halfBitsToFloatBits(const U& h) {
   const U e = h & 0x7fffu;
-  const S se = std::bit_cast<S>(e);
+  const S se = bitsAs<S>(e);
   const U shifted = e << 13;
   const U normal = shifted + ((127u - 15u) << 23);
   const U special = shifted | (se > 0x7c00 ? splatBits<U>(0x7fc00000u) : splatBits<U>(0x7f800000u));
-  const U subnormal = std::bit_cast<U>(std::bit_cast<F>(shifted | 0x38800000u) - 0x1p-14f);
+  const U subnormal = bitsAs<U>(bitsAs<F>(shifted | 0x38800000u) - 0x1p-14f);
   U bits = se < 0x0400 ? subnormal : normal;
   bits = se >= 0x7c00 ? special : bits;
   return bits | ((h & 0x8000u) << 16);
@@ -104,9 +114,9 @@ template <class U, class S, class F>
 template <class U, class S, class F>
 [[gnu::always_inline]] inline U floatBitsToHalfBits(const U& x) {
   const U a = x & 0x7fffffffu;
-  const S sa = std::bit_cast<S>(a);
+  const S sa = bitsAs<S>(a);
   const U normal = (a - ((127u - 15u) << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;
-  const U subnormal = std::bit_cast<U>(std::bit_cast<F>(a) + 0.5f) - 0x3f000000u;
+  const U subnormal = bitsAs<U>(bitsAs<F>(a) + 0.5f) - 0x3f000000u;
   U bits = sa < 0x38800000 ? subnormal : normal;
   bits = sa >= 0x477ff000 ? splatBits<U>(0x7c00u) : bits;
   bits = sa > 0x7f800000 ? (((a >> 13) & 0x3ffu) | 0x7e00u) : bits;
@@ -123,7 +133,7 @@ template <class U>
 // quieted (so a NaN whose payload sits only in the dropped bits does not turn into Inf).
 template <class U, class S>
 [[gnu::always_inline]] inline U floatBitsToBfloat16Bits(const U& x) {
-  const S sa = std::bit_cast<S>(x & 0x7fffffffu);
+  const S sa = bitsAs<S>(x & 0x7fffffffu);
   const U rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
   return sa > 0x7f800000 ? ((x >> 16) | 0x40u) : rounded;
 }

@@ -112,15 +112,15 @@ struct Narrow16Kind {
     Bits16 h;
     std::memcpy(&h, p, sizeof(h));
     const Bits16Wide wide = widenLanes<Bits16Wide>(h, std::make_index_sequence<2 * kLanes>());
-    return std::bit_cast<V>(toFloatBits(std::bit_cast<Bits32>(wide)));
+    return detail::bitsAs<V>(toFloatBits(detail::bitsAs<Bits32>(wide)));
   }
   CHORUS_KERNEL_INLINE static void store(Storage* p, const V& v) {
-    const Bits32 bits = fromFloatBits(std::bit_cast<Bits32>(v));
+    const Bits32 bits = fromFloatBits(detail::bitsAs<Bits32>(v));
     const Bits16 h = __builtin_convertvector(bits, Bits16);  // keeps the low 16 bits
     std::memcpy(p, &h, sizeof(h));
   }
   CHORUS_KERNEL_INLINE static V round(const V& v) {
-    return std::bit_cast<V>(toFloatBits(fromFloatBits(std::bit_cast<Bits32>(v))));
+    return detail::bitsAs<V>(toFloatBits(fromFloatBits(detail::bitsAs<Bits32>(v))));
   }
 };
 
@@ -131,9 +131,9 @@ CHORUS_KERNEL_INLINE V applyOp(const V& a, const V& b) {
     if constexpr (std::is_integral_v<C>) {
       // Unsigned lanes: wraparound is defined and bit-identical to two's complement.
       using U = Vector<std::make_unsigned_t<C>, sizeof(V)>;
-      const U ua = std::bit_cast<U>(a);
-      const U ub = std::bit_cast<U>(b);
-      return std::bit_cast<V>(kOp == ReduceOp::prod ? U(ua * ub) : U(ua + ub));
+      const U ua = detail::bitsAs<U>(a);
+      const U ub = detail::bitsAs<U>(b);
+      return detail::bitsAs<V>(kOp == ReduceOp::prod ? U(ua * ub) : U(ua + ub));
     } else {
       return kOp == ReduceOp::prod ? V(a * b) : V(a + b);
     }
