@@ -17,6 +17,7 @@
 #include "compiler/pipeline.h"
 #include "ir/dot_format.h"
 #include "ir/formats.h"
+#include "shape_options.h"
 #include "support/error.h"
 
 namespace chorus::cli {
@@ -24,11 +25,7 @@ namespace {
 
 struct CompileArgs {
   std::string algorithm;
-  int ranks = 0;
-  int nodes = 0;
-  int gpusPerNode = 0;
-  std::vector<std::string> sets;
-  int instances = 1;
+  ShapeOptions shape;
   std::string protocol = "simple";
   std::string format = "xml";
   std::string output = "-";
@@ -88,22 +85,13 @@ void printStats(const lang::Program& program, const compiler::CompileResult& res
 }
 
 ExitCode runCompile(const CompileArgs& args) {
-  algorithms::BuildRequest request;
-  request.algorithm = args.algorithm;
-  request.ranks = args.ranks;
-  request.nodes = args.nodes;
-  request.gpusPerNode = args.gpusPerNode;
-  request.instances = args.instances;
+  algorithms::BuildRequest request = makeBuildRequest(args.algorithm, args.shape);
   const auto protocol = ir::parseProtocolName(args.protocol);
   if (!protocol) {
     throw OptionError(
         fmt::format("unknown --protocol '{}'; use simple, ll or ll128", args.protocol));
   }
   request.protocol = *protocol;
-  for (const std::string& assignment : args.sets) {
-    const auto [key, value] = algorithms::parseParamAssignment(assignment);
-    request.params[key] = value;
-  }
   const ir::Format format = formatFromName(args.format);
   checkPassNames(args.disabledPasses);
   if (args.fifoSlots < 1) {
@@ -135,17 +123,7 @@ Command addCompileCommand(CLI::App& app) {
   auto args = std::make_shared<CompileArgs>();
   command->add_option("algorithm", args->algorithm, "Algorithm name (see 'chorus algorithms')")
       ->required();
-  CLI::Option* ranks =
-      command->add_option("--ranks", args->ranks, "Number of ranks (ranks-shaped algorithms)");
-  CLI::Option* nodes = command->add_option("--nodes", args->nodes, "Number of nodes");
-  CLI::Option* gpus =
-      command->add_option("--gpus-per-node", args->gpusPerNode, "GPUs (ranks) per node");
-  ranks->excludes(nodes)->excludes(gpus);
-  command->add_option("--set", args->sets, "Algorithm parameter NAME=VALUE (repeatable)")
-      ->type_name("NAME=VALUE")
-      ->allow_extra_args(false);
-  command->add_option("--instances", args->instances, "Replicate the program I times")
-      ->capture_default_str();
+  addShapeOptions(*command, args->shape);
   command->add_option("--protocol", args->protocol, "Protocol: simple, ll or ll128")
       ->check(CLI::IsMember({"simple", "ll", "ll128"}, CLI::ignore_case))
       ->capture_default_str();

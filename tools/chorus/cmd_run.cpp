@@ -14,6 +14,7 @@
 #include "ir/formats.h"
 #include "runtime/interpreter.h"
 #include "runtime/thread_runner.h"
+#include "shape_options.h"
 #include "support/error.h"
 #include "support/size.h"
 
@@ -22,11 +23,7 @@ namespace {
 
 struct RunArgs {
   std::string target;
-  int ranks = 0;
-  int nodes = 0;
-  int gpusPerNode = 0;
-  std::vector<std::string> sets;
-  int instances = 1;
+  ShapeOptions shape;
   std::string bytes = "1M";
   std::string dtype = "float32";
   std::string op = "sum";
@@ -39,17 +36,7 @@ struct RunArgs {
 std::vector<ir::Algorithm> loadPlans(const RunArgs& args) {
   if (args.target == "-" || std::filesystem::exists(args.target))
     return ir::readAlgorithmsFile(args.target);
-  algorithms::BuildRequest request;
-  request.algorithm = args.target;
-  request.ranks = args.ranks;
-  request.nodes = args.nodes;
-  request.gpusPerNode = args.gpusPerNode;
-  request.instances = args.instances;
-  for (const std::string& assignment : args.sets) {
-    const auto [key, value] = algorithms::parseParamAssignment(assignment);
-    request.params[key] = value;
-  }
-  return {algorithms::compileAlgorithm(request).algorithm};
+  return {algorithms::compileAlgorithm(makeBuildRequest(args.target, args.shape)).algorithm};
 }
 
 ExitCode runRun(const RunArgs& args) {
@@ -68,9 +55,9 @@ ExitCode runRun(const RunArgs& args) {
 
   bool allCorrect = true;
   for (const ir::Algorithm& plan : loadPlans(args)) {
-    if (args.ranks > 0 && plan.nranks != args.ranks)
+    if (args.shape.ranks > 0 && plan.nranks != args.shape.ranks)
       throw OptionError(fmt::format("'{}' is a plan for {} ranks, not --ranks {}", plan.name,
-                                    plan.nranks, args.ranks));
+                                    plan.nranks, args.shape.ranks));
     // --bytes is the largest buffer per rank (nccl-tests' "size").
     const std::size_t esz = runtime::dataTypeSize(*type);
     const std::size_t perCount =
@@ -108,15 +95,7 @@ Command addRunCommand(CLI::App& app) {
       ->add_option("target", args->target,
                    "Plan file (MSCCL XML, JSON, text; '-' = stdin) or algorithm name")
       ->required();
-  CLI::Option* ranks = command->add_option("--ranks", args->ranks, "Number of ranks");
-  CLI::Option* nodes = command->add_option("--nodes", args->nodes, "Number of nodes (algorithms)");
-  CLI::Option* gpus = command->add_option("--gpus-per-node", args->gpusPerNode, "Ranks per node");
-  ranks->excludes(nodes)->excludes(gpus);
-  command->add_option("--set", args->sets, "Algorithm parameter NAME=VALUE (repeatable)")
-      ->type_name("NAME=VALUE")
-      ->allow_extra_args(false);
-  command->add_option("--instances", args->instances, "Replicate the program I times")
-      ->capture_default_str();
+  addShapeOptions(*command, args->shape);
   command->add_option("--bytes", args->bytes, "Largest buffer per rank: 8, 64K, 1M, 1G")
       ->capture_default_str();
   command->add_option("--dtype", args->dtype, "Element type (int8 ... float64, bf16, f16)")
