@@ -35,9 +35,13 @@ std::size_t blocksPerLoop(const ir::Algorithm& a) {
   }
 }
 
+}  // namespace
+
 std::size_t chunksPerBlock(const ir::Algorithm& a) {
   return std::max<std::size_t>(1, static_cast<std::size_t>(a.chunksPerLoop) / blocksPerLoop(a));
 }
+
+namespace {
 
 std::size_t bufferElements(const ir::Algorithm& a, int chunks, std::size_t count) {
   return static_cast<std::size_t>(chunks) / chunksPerBlock(a) * count;

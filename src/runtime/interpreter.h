@@ -28,6 +28,10 @@ struct ExecOptions {
   const char* collectiveLabel = nullptr;       // for error messages, e.g. "allreduce #12"
 };
 
+// Chunks per block of `count` elements: the loop buffer holds nranks blocks for AllGather,
+// ReduceScatter and AllToAll and one block otherwise, each cut into this many chunks.
+std::size_t chunksPerBlock(const ir::Algorithm& algorithm);
+
 // Elements the input/output buffer of `rank` must hold for `count` (see CollectiveArgs).
 std::size_t inputElements(const ir::Algorithm& algorithm, int rank, std::size_t count);
 std::size_t outputElements(const ir::Algorithm& algorithm, int rank, std::size_t count);

@@ -160,11 +160,7 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
     outElems[r] = outputElements(algorithm, r, count);
   }
   // Chunks per block of `count` elements (see CollectiveArgs).
-  const bool perRankBlocks = algorithm.collective == ir::CollectiveKind::allgather ||
-                             algorithm.collective == ir::CollectiveKind::reducescatter ||
-                             algorithm.collective == ir::CollectiveKind::alltoall;
-  const std::size_t q = static_cast<std::size_t>(collective->chunksPerLoop()) /
-                        (perRankBlocks ? static_cast<std::size_t>(n) : 1);
+  const std::size_t q = chunksPerBlock(algorithm);
   // Allocates and fills rank r's buffers, aliasing them as the in-place collective prescribes
   // (the aliased buffer is the window of blocks starting at the canonical chunk index).
   auto fill = [&](int r) {
