@@ -56,7 +56,7 @@ struct RankMemory {
   std::size_t chunkElems = 0;
   std::size_t elemSize = 0;
   std::uint8_t* base[kBuffers] = {nullptr, nullptr, nullptr};
-  std::vector<std::uint8_t> staged[kBuffers];  // padded copies when staging
+  std::vector<std::uint8_t>* staged = nullptr;  // [kBuffers] padded copies when staging
   bool staging = false;
 
   std::uint8_t* piece(ir::BufferKind kind, int chunk, std::size_t offset) const {
@@ -86,7 +86,9 @@ class RankExecutor {
         connections_(connections),
         options_(options),
         collective_(ir::collectiveOf(algorithm)),
-        program_(algorithm.ranks.at(rank)) {}
+        program_(algorithm.ranks.at(rank)) {
+    mem_.staged = (options.workspace ? options.workspace : &ownWorkspace_)->buffers;
+  }
 
   void run() {
     prepareMemory();
@@ -275,6 +277,19 @@ class RankExecutor {
     throw TimeoutError(message);
   }
 
+  [[noreturn]] void failMismatchedCall(const TaskState& task) {
+    const int peer = task.tb->recvPeer;
+    const std::string theirs = connections_.peerCall(peer);
+    const std::string message = fmt::format(
+        "rank {}: {}: rank {} sent a message for a different call{}. Every rank must make the "
+        "same collective calls in the same order, with the same count, datatype, operator and "
+        "root",
+        rank_, label(), peer,
+        theirs.empty() ? std::string() : fmt::format(" (it is running {})", theirs));
+    connections_.abort(message);
+    throw CommError(message);
+  }
+
   std::string blocker(const TaskState& task, const ir::Step& s) const {
     for (const auto& d : s.deps)
       if (!depDone(d, task.iteration)) return fmt::format("tb {} step {}", d.tb, d.step);
@@ -294,11 +309,13 @@ class RankExecutor {
     const ir::Step& s = task.tb->steps[task.step];
     for (const auto& d : s.deps)
       if (!depDone(d, task.iteration)) return false;
-    const std::uint8_t* in = nullptr;
-    std::size_t inBytes = 0;
+    transport::RecvSlot slot;
     std::uint8_t* out = nullptr;
-    if (ir::opReceives(s.op) && (in = task.recv->tryRecvSlot(&inBytes)) == nullptr) return false;
+    if (ir::opReceives(s.op) && !task.recv->tryRecvSlot(&slot)) return false;
     if (ir::opSends(s.op) && (out = task.send->trySendSlot()) == nullptr) return false;
+    const std::uint8_t* in = slot.data;
+    const std::size_t inBytes = slot.bytes;
+    if (in && slot.tag != options_.callTag) failMismatchedCall(task);
 
     const std::size_t offset = task.iteration * tileElems_;
     const std::size_t len = std::min(tileElems_, mem_.chunkElems - offset);
@@ -315,7 +332,7 @@ class RankExecutor {
     }
     execute(s, in, out, offset, len, pieceBytes);
     if (in) task.recv->releaseRecv();
-    if (out) task.send->commitSend(messageBytes);
+    if (out) task.send->commitSend(messageBytes, options_.callTag);
 
     ++task.completed;
     if (++task.step == task.tb->steps.size()) {
@@ -382,6 +399,7 @@ class RankExecutor {
   const ExecOptions& options_;
   std::shared_ptr<const ir::Collective> collective_;
   const ir::RankProgram& program_;
+  Workspace ownWorkspace_;
   RankMemory mem_;
   std::vector<TaskState> tasks_;
   std::size_t tileElems_ = 1;

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "ir/algorithm.h"
 #include "runtime/datatype.h"
@@ -23,9 +25,20 @@ struct CollectiveArgs {
   ReduceOp op = ReduceOp::sum;
 };
 
+// Memory the interpreter reuses across calls (staged copies and scratch), so repeated calls
+// neither allocate nor fault in fresh pages. One per rank; not thread-safe.
+struct Workspace {
+  std::vector<std::uint8_t> buffers[3];  // indexed by ir::BufferKind
+};
+
 struct ExecOptions {
   std::chrono::milliseconds timeout{300'000};  // per call; CHORUS_TIMEOUT overrides in the API
   const char* collectiveLabel = nullptr;       // for error messages, e.g. "allreduce #12"
+  // Sent with every message and checked on receipt: peers running a different call (another
+  // collective, count, datatype or sequence number) are reported instead of misread. The
+  // description each rank published (ConnectionSet::publishCall) names the peer's call.
+  std::uint64_t callTag = 0;
+  Workspace* workspace = nullptr;  // nullptr: allocate for this call only
 };
 
 // Chunks per block of `count` elements: the loop buffer holds nranks blocks for AllGather,

@@ -1,8 +1,11 @@
 // What the interpreter needs from a transport for one rank: the FIFO of each connection it
-// sends or receives on, and a shared abort flag so one rank's failure stops every rank.
+// sends or receives on, a shared abort flag so one rank's failure stops every rank, and each
+// rank's current call so a mismatch can be reported by name.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "transport/fifo.h"
 
@@ -15,13 +18,20 @@ class ConnectionSet {
   virtual int nranks() const = 0;
   // The FIFO this rank sends on to `peer` over `channel` / receives on from `peer`. The
   // reference stays valid for the ConnectionSet's lifetime. Throws CommError if it cannot be set
-  // up.
+  // up (peer out of range, shared memory exhausted, peer gone, timeout).
   virtual Fifo& sendFifo(int peer, int channel) = 0;
   virtual Fifo& recvFifo(int peer, int channel) = 0;
   // Marks the group failed (first reason wins) so every rank's waits end with an error.
   virtual void abort(const std::string& reason) = 0;
-  // Empty while healthy; otherwise the first failure's description.
+  // Empty while healthy; otherwise the first failure's description. Transports whose ranks
+  // are processes also report a peer process that has exited here. Cheap enough to poll every
+  // few microseconds while idle.
   virtual std::string abortReason() const = 0;
+  // Records what this rank is running now, e.g. "allreduce #12 (count 1024 float32 sum)", for
+  // peers' error messages. At most 200 bytes are kept.
+  virtual void publishCall(std::string_view description) = 0;
+  // The description `peer` published last ("" if none).
+  virtual std::string peerCall(int peer) const = 0;
 };
 
 }  // namespace chorus::transport

@@ -14,8 +14,8 @@ class ThreadFifo final : public Fifo {
  public:
   ThreadFifo(int slots, std::size_t slotBytes);
   std::uint8_t* trySendSlot() override;
-  void commitSend(std::size_t bytes) override;
-  const std::uint8_t* tryRecvSlot(std::size_t* bytes) override;
+  void commitSend(std::size_t bytes, std::uint64_t tag) override;
+  bool tryRecvSlot(RecvSlot* slot) override;
   void releaseRecv() override;
   std::size_t slotBytes() const override { return slotBytes_; }
   int slotCount() const override { return slots_; }
@@ -25,6 +25,7 @@ class ThreadFifo final : public Fifo {
   const std::size_t slotBytes_;
   std::unique_ptr<std::uint8_t[]> storage_;
   std::vector<std::size_t> sizes_;
+  std::vector<std::uint64_t> tags_;
   // Counters on separate cache lines: head_ = slots published, tail_ = slots released.
   alignas(64) std::atomic<std::uint64_t> head_{0};
   alignas(64) std::atomic<std::uint64_t> tail_{0};

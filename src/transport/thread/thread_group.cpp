@@ -21,6 +21,13 @@ class ThreadGroup::RankView final : public ConnectionSet {
   }
   void abort(const std::string& reason) override { group_.abort(reason); }
   std::string abortReason() const override { return group_.abortReason(); }
+  void publishCall(std::string_view description) override {
+    group_.publishCall(rank_, description);
+  }
+  std::string peerCall(int peer) const override {
+    checkPeer(peer);
+    return group_.peerCall(peer);
+  }
 
  private:
   void checkPeer(int peer) const {
@@ -32,7 +39,8 @@ class ThreadGroup::RankView final : public ConnectionSet {
   int rank_;
 };
 
-ThreadGroup::ThreadGroup(int nranks, FifoOptions options) : nranks_(nranks), options_(options) {
+ThreadGroup::ThreadGroup(int nranks, FifoOptions options)
+    : nranks_(nranks), options_(options), calls_(nranks > 0 ? nranks : 0) {
   if (nranks < 1)
     throw OptionError(fmt::format("a thread group needs at least 1 rank, got {}", nranks));
   if (options.slots < 1 || options.slotBytes < 64)
@@ -65,6 +73,16 @@ std::string ThreadGroup::abortReason() const {
   if (!aborted_.load(std::memory_order_acquire)) return {};
   std::lock_guard lock(abortMutex_);
   return abortReason_;
+}
+
+void ThreadGroup::publishCall(int rank, std::string_view description) {
+  std::lock_guard lock(callMutex_);
+  calls_.at(rank).assign(description.substr(0, 200));
+}
+
+std::string ThreadGroup::peerCall(int rank) const {
+  std::lock_guard lock(callMutex_);
+  return calls_.at(rank);
 }
 
 }  // namespace chorus::transport

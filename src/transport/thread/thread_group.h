@@ -15,11 +15,6 @@
 
 namespace chorus::transport {
 
-struct FifoOptions {
-  int slots = 8;                      // NCCL_STEPS; compiled plans assume at least this many
-  std::size_t slotBytes = 256 << 10;  // payload per slot
-};
-
 class ThreadGroup {
  public:
   ThreadGroup(int nranks, FifoOptions options = {});
@@ -33,6 +28,8 @@ class ThreadGroup {
   Fifo& fifo(int from, int to, int channel);
   void abort(const std::string& reason);
   std::string abortReason() const;
+  void publishCall(int rank, std::string_view description);
+  std::string peerCall(int rank) const;
 
   const int nranks_;
   const FifoOptions options_;
@@ -42,6 +39,8 @@ class ThreadGroup {
   mutable std::mutex abortMutex_;
   std::atomic<bool> aborted_{false};
   std::string abortReason_;
+  mutable std::mutex callMutex_;
+  std::vector<std::string> calls_;
 };
 
 }  // namespace chorus::transport
