@@ -9,23 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "chorus/types.h"
+
 namespace chorus::runtime {
 
-enum class DataType : std::uint8_t {
-  int8,
-  uint8,
-  int32,
-  uint32,
-  int64,
-  uint64,
-  float16,
-  bfloat16,
-  float32,
-  float64
-};
-
-// avg reduces as sum; the caller divides once at the end (see divideElements).
-enum class ReduceOp : std::uint8_t { sum, prod, min, max, avg };
+using ::chorus::DataType;  // include/chorus/types.h
+using ::chorus::ReduceOp;  // avg reduces as sum; the caller divides once (see divideElements)
 
 // Size of one element in bytes (1, 4, 8, or 2 for float16/bfloat16).
 std::size_t dataTypeSize(DataType type);
