@@ -123,6 +123,8 @@ class RankExecutor {
       // Out-of-place plans must not see overlapping buffers.
       aliasOk = userIn + inBytes <= userOut || userOut + outBytes <= userIn;
     }
+    if (a_.inPlace && divisible && !aliasOk && userIn && userOut)
+      aliasOk = moveInputHome(userIn, inBytes, userOut, outBytes);
     mem_.staging = !divisible || !aliasOk;
     if (!mem_.staging) {
       mem_.base[bufferSlot(ir::BufferKind::input)] = userIn;
@@ -141,6 +143,21 @@ class RankExecutor {
     scratch.resize(static_cast<std::size_t>(program_.scratchChunks) * mem_.chunkElems *
                    mem_.elemSize);
     mem_.base[bufferSlot(ir::BufferKind::scratch)] = scratch.data();
+  }
+
+  // An in-place plan called with separate buffers: when the input lives inside the output
+  // (AllReduce, AllGather, Broadcast...), one copy of the input to its place in the output makes
+  // the call in place, which is cheaper than staging both buffers. False when that cannot work
+  // (e.g. ReduceScatter, whose output lives inside the input).
+  bool moveInputHome(std::uint8_t*& userIn, std::size_t inBytes, std::uint8_t* userOut,
+                     std::size_t outBytes) {
+    const auto c = collective_->canonical(rank_, {ir::BufferKind::input, 0});
+    if (c.buffer != ir::BufferKind::output) return false;
+    std::uint8_t* home = userOut + c.index * mem_.chunkElems * mem_.elemSize;
+    if (home + inBytes > userOut + outBytes) return false;
+    std::memmove(home, userIn, inBytes);
+    userIn = home;
+    return true;
   }
 
   // Copies the user's blocks into padded canonical buffers (block b at b * chunksPerBlock chunks).
