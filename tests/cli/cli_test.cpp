@@ -202,9 +202,15 @@ TEST(CliRunTest, BadSizeAndUnavailableTransportAreUsageErrors) {
   const CommandResult size = runCli("run allreduce.ring --ranks 2 --bytes 12Q");
   EXPECT_EQ(size.exitCode, 2) << size.output;
   EXPECT_THAT(size.output, HasSubstr("'12Q' is not a size"));
-  const CommandResult transport = runCli("run allreduce.ring --ranks 2 --transport shm");
+  const CommandResult transport = runCli("run allreduce.ring --ranks 2 --transport tcp");
   EXPECT_EQ(transport.exitCode, 2) << transport.output;
-  EXPECT_THAT(transport.output, HasSubstr("--transport shm is not available yet"));
+  EXPECT_THAT(transport.output, HasSubstr("tcp"));
+}
+
+TEST(CliRunTest, RunsOnSharedMemoryProcesses) {
+  const CommandResult r = runCli("run allreduce.ring --ranks 3 --transport shm --bytes 1M");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("correct"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `chorus run FILE|ALGO --ranks N ...`: executes a plan file or a library algorithm on real
-// ranks (threads of this process for --transport thread) with exact integer-valued data and
-// checks every output element against the collective's definition.
+// ranks (threads of this process for --transport thread, forked processes joined by shared
+// memory for --transport shm) with exact integer-valued data and checks every output element
+// against the collective's definition.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -13,6 +14,7 @@
 #include "cli.h"
 #include "ir/formats.h"
 #include "runtime/interpreter.h"
+#include "runtime/process_runner.h"
 #include "runtime/thread_runner.h"
 #include "shape_options.h"
 #include "support/error.h"
@@ -40,11 +42,12 @@ std::vector<ir::Algorithm> loadPlans(const RunArgs& args) {
 }
 
 ExitCode runRun(const RunArgs& args) {
-  if (args.transport != "thread")
+  if (args.transport == "tcp")
     throw OptionError(
-        fmt::format("--transport {} is not available yet; this build runs ranks as threads "
-                    "(--transport thread)",
-                    args.transport));
+        "--transport tcp is not available yet: it comes with the TCP transport; run the ranks "
+        "on one host with --transport thread or --transport shm");
+  if (args.transport != "thread" && args.transport != "shm")
+    throw OptionError(fmt::format("unknown --transport '{}'; use thread or shm", args.transport));
   const auto type = runtime::parseDataType(args.dtype);
   if (!type) throw OptionError(fmt::format("unknown --dtype '{}'", args.dtype));
   const auto op = runtime::parseReduceOp(args.op);
@@ -62,13 +65,14 @@ ExitCode runRun(const RunArgs& args) {
     const std::size_t esz = runtime::dataTypeSize(*type);
     const std::size_t perCount =
         std::max(runtime::inputElements(plan, 0, 1), runtime::outputElements(plan, 0, 1));
-    runtime::ThreadRunOptions options;
+    runtime::RunOptions options;
     options.count = bytes / esz / std::max<std::size_t>(1, perCount);
     options.type = *type;
     options.op = *op;
     options.iterations = args.iterations;
     options.timeout = std::chrono::milliseconds(static_cast<long>(args.timeoutSeconds * 1000));
-    const auto report = runtime::runOnThreads(plan, options);
+    const auto report = args.transport == "shm" ? runtime::runOnProcesses(plan, options)
+                                                : runtime::runOnThreads(plan, options);
     fmt::print("{} '{}' on {} ranks ({} transport): {} per rank, count {}, {} {}: ",
                ir::collectiveName(plan.collective), plan.name, plan.nranks, args.transport,
                formatSize(options.count * perCount * esz), options.count,
@@ -102,7 +106,9 @@ Command addRunCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--op", args->op, "Reduction: sum, prod, min, max, avg")
       ->capture_default_str();
-  command->add_option("--transport", args->transport, "thread (shm and tcp: not yet)")
+  command
+      ->add_option("--transport", args->transport,
+                   "thread (ranks are threads) or shm (processes on this host); tcp: not yet")
       ->capture_default_str();
   command->add_option("--timeout", args->timeoutSeconds, "Seconds before a stuck rank fails")
       ->capture_default_str();

@@ -27,9 +27,12 @@ struct ShmOptions {
 
 // Collective: every rank of the group calls it with the same store namespace, prefix and FIFO
 // shape. Exchanges host identity and process ids through `store` (CommError if the ranks are
-// not all on this host), creates or opens the group segment, and returns this rank's view.
-// Destroying the view unmaps everything and unlinks the segments it created; it never waits
-// for peers.
+// not all on this host), creates or opens the group segment, and returns this rank's view
+// (used by one thread at a time; `store` is not kept). A segment's name is removed as soon as
+// both ends have mapped it. Destroying the view marks the rank as gone cleanly (so peers do
+// not report its exit), unmaps everything and removes the names of its connections that no
+// rank will open any more; a segment holding messages for a peer that has not opened it yet
+// stays until that peer maps it or leaves. It never waits for peers.
 std::unique_ptr<ConnectionSet> connectShm(Store& store, int rank, int nranks,
                                           const ShmOptions& options);
 

@@ -1,0 +1,68 @@
+// Runs an ir::Algorithm on N ranks that are forked processes of this one, joined through a
+// FileStore in a fresh temporary directory and the shm transport, with the exact-result check
+// of run_check.h. Used by `chorus run --transport shm` and the multi-process tests; the
+// process machinery underneath (runRankProcesses) also serves fault-injection tests.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/algorithm.h"
+#include "runtime/run_check.h"
+#include "transport/connections.h"
+#include "transport/fifo.h"
+
+namespace chorus::runtime {
+
+using ProcessRunOptions = RunOptions;
+using ProcessRunReport = RunReport;
+
+// Forks one process per rank; each joins the group (connectShm), runs its program
+// `options.iterations` times with a call tag and published description per call, and checks
+// its outputs. Merges the ranks' reports (seconds: the slowest rank's last iteration). Throws
+// the root-cause error of a failed rank as the same type (OptionError, TimeoutError,
+// CommError, ...) with that rank's message; a rank process that dies is a CommError naming it
+// and one still running after (iterations + 1) x timeout + 10 s is killed and reported as a
+// TimeoutError. The calling process may have threads, but the children only run this call.
+ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRunOptions& options);
+
+// ---- the process machinery ----------------------------------------------------------------
+
+enum class RankErrorKind { none, option, parse, compile, timeout, comm, internal, other };
+
+// How one rank process ended.
+struct RankOutcome {
+  RunReport report;
+  RankErrorKind errorKind = RankErrorKind::none;
+  std::string error;      // the rank's exception message, or how its process ended
+  bool reported = false;  // false: the process died or hung before reporting
+  bool ok() const { return errorKind == RankErrorKind::none; }
+};
+
+struct RankProcessOptions {
+  int nranks = 0;
+  transport::FifoOptions fifo;
+  std::chrono::milliseconds timeout{60'000};    // the group's set-up (connectShm)
+  std::chrono::milliseconds waitLimit{70'000};  // then the parent kills what is still running
+};
+
+// The body of a rank process, run in the child with the rank's connections. What it throws is
+// reported to the parent (and aborts the group so the other ranks stop).
+using RankMain = std::function<RunReport(int rank, transport::ConnectionSet& connections)>;
+
+// Forks options.nranks children. Each creates a FileStore in a fresh temporary directory,
+// calls connectShm (unique segment prefix), runs `rankMain`, leaves the group and sends its
+// outcome through a pipe, then ends with _exit (it never returns into the caller). The parent
+// waits for all of them (up to options.waitLimit, then SIGKILL), removes the directory and any
+// /dev/shm names left behind, and returns the outcomes indexed by rank. Throws CommError only
+// if the processes cannot be started.
+std::vector<RankOutcome> runRankProcesses(const RankProcessOptions& options,
+                                          const RankMain& rankMain);
+
+// Returns if every rank succeeded; otherwise throws the root cause: a rank's own error (not a
+// CommError), else a rank process that died, else the first CommError; in rank order.
+void throwFirstFailure(const std::vector<RankOutcome>& outcomes);
+
+}  // namespace chorus::runtime

@@ -1,0 +1,236 @@
+#include "runtime/run_check.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "ir/collective.h"
+#include "runtime/interpreter.h"
+#include "runtime/reduce_kernels.h"
+
+namespace chorus::runtime {
+
+namespace {
+
+// Writes the integer `value` as an element of `type`.
+void storeValue(DataType type, std::uint8_t* at, long value) {
+  switch (type) {
+    case DataType::int8: {
+      auto v = static_cast<std::int8_t>(value);
+      std::memcpy(at, &v, 1);
+      break;
+    }
+    case DataType::uint8: {
+      auto v = static_cast<std::uint8_t>(value);
+      std::memcpy(at, &v, 1);
+      break;
+    }
+    case DataType::int32: {
+      auto v = static_cast<std::int32_t>(value);
+      std::memcpy(at, &v, 4);
+      break;
+    }
+    case DataType::uint32: {
+      auto v = static_cast<std::uint32_t>(value);
+      std::memcpy(at, &v, 4);
+      break;
+    }
+    case DataType::int64: {
+      auto v = static_cast<std::int64_t>(value);
+      std::memcpy(at, &v, 8);
+      break;
+    }
+    case DataType::uint64: {
+      auto v = static_cast<std::uint64_t>(value);
+      std::memcpy(at, &v, 8);
+      break;
+    }
+    case DataType::float16: {
+      auto v = floatToHalf(static_cast<float>(value));
+      std::memcpy(at, &v, 2);
+      break;
+    }
+    case DataType::bfloat16: {
+      auto v = floatToBfloat16(static_cast<float>(value));
+      std::memcpy(at, &v, 2);
+      break;
+    }
+    case DataType::float32: {
+      auto v = static_cast<float>(value);
+      std::memcpy(at, &v, 4);
+      break;
+    }
+    case DataType::float64: {
+      auto v = static_cast<double>(value);
+      std::memcpy(at, &v, 8);
+      break;
+    }
+  }
+}
+
+std::string formatValue(DataType type, const std::uint8_t* at) {
+  switch (type) {
+    case DataType::int8: {
+      std::int8_t v;
+      std::memcpy(&v, at, 1);
+      return std::to_string(v);
+    }
+    case DataType::uint8: {
+      std::uint8_t v;
+      std::memcpy(&v, at, 1);
+      return std::to_string(v);
+    }
+    case DataType::int32: {
+      std::int32_t v;
+      std::memcpy(&v, at, 4);
+      return std::to_string(v);
+    }
+    case DataType::uint32: {
+      std::uint32_t v;
+      std::memcpy(&v, at, 4);
+      return std::to_string(v);
+    }
+    case DataType::int64: {
+      std::int64_t v;
+      std::memcpy(&v, at, 8);
+      return std::to_string(v);
+    }
+    case DataType::uint64: {
+      std::uint64_t v;
+      std::memcpy(&v, at, 8);
+      return std::to_string(v);
+    }
+    case DataType::float16: {
+      std::uint16_t v;
+      std::memcpy(&v, at, 2);
+      return fmt::format("{}", halfToFloat(v));
+    }
+    case DataType::bfloat16: {
+      std::uint16_t v;
+      std::memcpy(&v, at, 2);
+      return fmt::format("{}", bfloat16ToFloat(v));
+    }
+    case DataType::float32: {
+      float v;
+      std::memcpy(&v, at, 4);
+      return fmt::format("{}", v);
+    }
+    case DataType::float64: {
+      double v;
+      std::memcpy(&v, at, 8);
+      return fmt::format("{}", v);
+    }
+  }
+  return "?";
+}
+
+bool isUnsigned(DataType t) {
+  return t == DataType::uint8 || t == DataType::uint32 || t == DataType::uint64;
+}
+
+// Small integers, exact in every type, so any reduction order gives identical bits.
+long inputValue(ReduceOp op, DataType type, int rank, std::size_t index) {
+  const auto h =
+      static_cast<long>((index * 2654435761u + static_cast<std::size_t>(rank) * 40503u) % 7);
+  if (op == ReduceOp::prod) return 1 + h % 2;
+  return isUnsigned(type) ? h % 4 : h - 3;
+}
+
+std::uint64_t hashFnv1a(std::string_view text) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+}  // namespace
+
+RankBuffers::RankBuffers(const ir::Algorithm& algorithm, int rank, const RunOptions& options)
+    : algorithm_(algorithm), rank_(rank), options_(options) {
+  const std::size_t esz = dataTypeSize(options.type);
+  const std::size_t count = options.count;
+  const auto collective = ir::collectiveOf(algorithm);
+  const std::size_t q = chunksPerBlock(algorithm);
+  in_.assign(inputElements(algorithm, rank, count) * esz, 0);
+  out_.assign(outputElements(algorithm, rank, count) * esz, 0);
+  input_ = in_.data();
+  output_ = out_.data();
+  const auto inCanon = collective->canonical(rank, {ir::BufferKind::input, 0});
+  const auto outCanon = collective->canonical(rank, {ir::BufferKind::output, 0});
+  if (inCanon.buffer == ir::BufferKind::output) input_ = output_ + inCanon.index / q * count * esz;
+  if (outCanon.buffer == ir::BufferKind::input) output_ = input_ + outCanon.index / q * count * esz;
+}
+
+void RankBuffers::reset() {
+  const std::size_t esz = dataTypeSize(options_.type);
+  std::fill(in_.begin(), in_.end(), 0);
+  std::fill(out_.begin(), out_.end(), 0);
+  const std::size_t elements = inputElements(algorithm_, rank_, options_.count);
+  for (std::size_t i = 0; i < elements; ++i)
+    storeValue(options_.type, input_ + i * esz, inputValue(options_.op, options_.type, rank_, i));
+}
+
+void checkRankOutput(const ir::Algorithm& algorithm, int rank, const RunOptions& options,
+                     const void* output, RunReport* report) {
+  const auto collective = ir::collectiveOf(algorithm);
+  const std::size_t esz = dataTypeSize(options.type);
+  const std::size_t count = options.count;
+  const std::size_t q = chunksPerBlock(algorithm);
+  // Each output chunk is the reduction of the input chunks its postcondition names; the
+  // inputs are regenerated here.
+  const std::size_t chunkElems = (count + q - 1) / q;
+  std::vector<std::uint8_t> expected(chunkElems * esz), part(chunkElems * esz);
+  auto inputChunk = [&](int from, int chunk, std::uint8_t* dst, std::size_t elems) {
+    const std::size_t block = static_cast<std::size_t>(chunk) / q;
+    const std::size_t first = block * count + (chunk % q) * chunkElems;
+    for (std::size_t o = 0; o < elems; ++o)
+      storeValue(options.type, dst + o * esz,
+                 inputValue(options.op, options.type, from, first + o));
+  };
+  const bool reduces = algorithm.collective == ir::CollectiveKind::allreduce ||
+                       algorithm.collective == ir::CollectiveKind::reducescatter ||
+                       algorithm.collective == ir::CollectiveKind::reduce;
+  const auto* out = static_cast<const std::uint8_t*>(output);
+  for (int j = 0; j < collective->outputChunks(rank); ++j) {
+    const auto want = collective->expectedOutput(rank, j);
+    if (!want) continue;
+    const std::size_t block = static_cast<std::size_t>(j) / q;
+    const std::size_t within = (j % q) * chunkElems;
+    if (within >= count) continue;
+    const std::size_t elems = std::min(chunkElems, count - within);
+    const auto& parts = want->parts();
+    inputChunk(parts[0].rank, parts[0].index, expected.data(), elems);
+    for (std::size_t p = 1; p < parts.size(); ++p) {
+      inputChunk(parts[p].rank, parts[p].index, part.data(), elems);
+      reduceElements(options.type, options.op, expected.data(), expected.data(), part.data(),
+                     elems);
+    }
+    if (options.op == ReduceOp::avg && reduces)
+      divideElements(options.type, expected.data(), elems, algorithm.nranks);
+    const std::uint8_t* got = out + (block * count + within) * esz;
+    for (std::size_t o = 0; o < elems; ++o) {
+      ++report->checkedElements;
+      if (std::memcmp(got + o * esz, expected.data() + o * esz, esz) == 0) continue;
+      ++report->wrongElements;
+      if (report->firstWrong.empty())
+        report->firstWrong =
+            fmt::format("rank {} output[{}]: got {}, expected {}", rank, block * count + within + o,
+                        formatValue(options.type, got + o * esz),
+                        formatValue(options.type, expected.data() + o * esz));
+    }
+  }
+}
+
+CallIdentity identifyCall(const ir::Algorithm& algorithm, const RunOptions& options, int sequence) {
+  CallIdentity call;
+  call.description = fmt::format(
+      "{} '{}' #{} (count {} {} {})", ir::collectiveName(algorithm.collective), algorithm.name,
+      sequence, options.count, dataTypeName(options.type), reduceOpName(options.op));
+  call.tag = hashFnv1a(call.description);
+  return call;
+}
+
+}  // namespace chorus::runtime

@@ -1,0 +1,73 @@
+// Exact-result runs shared by the thread and process runners: the options and report of a run,
+// each rank's buffers filled with small integers that every datatype holds exactly (so any
+// reduction order gives identical bits), the check of a rank's outputs against the
+// collective's definition, and the identity (tag + description) of a run's calls.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/algorithm.h"
+#include "runtime/datatype.h"
+#include "transport/fifo.h"
+
+namespace chorus::runtime {
+
+struct RunOptions {
+  std::size_t count = 0;  // NCCL-style count (see CollectiveArgs)
+  DataType type = DataType::float32;
+  ReduceOp op = ReduceOp::sum;
+  std::chrono::milliseconds timeout{60'000};  // per call
+  transport::FifoOptions fifo;
+  int iterations = 1;  // back-to-back runs on the same buffers (inputs refilled each time)
+};
+
+struct RunReport {
+  std::size_t checkedElements = 0;
+  std::size_t wrongElements = 0;
+  std::string firstWrong;  // "rank 2 output[17]: got 5, expected 6" when wrong
+  double seconds = 0;      // wall time of the last iteration (all ranks)
+  bool ok() const { return wrongElements == 0; }
+};
+
+// One rank's user buffers for `options.count`, aliased the way an in-place collective
+// prescribes (the aliased buffer is the window of blocks at the canonical chunk index).
+class RankBuffers {
+ public:
+  // `algorithm` must outlive the buffers.
+  RankBuffers(const ir::Algorithm& algorithm, int rank, const RunOptions& options);
+  // Zeroes the buffers and writes the rank's exact input values.
+  void reset();
+  const void* input() const { return input_; }
+  void* output() const { return output_; }
+
+ private:
+  const ir::Algorithm& algorithm_;
+  const int rank_;
+  const RunOptions options_;
+  std::vector<std::uint8_t> in_, out_;  // one may be unused when aliased into the other
+  std::uint8_t* input_ = nullptr;
+  std::uint8_t* output_ = nullptr;
+};
+
+// Checks every output element of `rank` against the collective's postcondition computed from
+// the same exact inputs, adding to report->checkedElements / wrongElements and setting
+// report->firstWrong at the first wrong element if none was recorded yet.
+void checkRankOutput(const ir::Algorithm& algorithm, int rank, const RunOptions& options,
+                     const void* output, RunReport* report);
+
+// What ranks exchange so a peer running a different call is detected (ExecOptions::callTag,
+// a hash of the description) and named (ConnectionSet::publishCall).
+struct CallIdentity {
+  std::string description;  // "allreduce 'ring' #3 (count 1024 float32 sum)"
+  std::uint64_t tag = 0;
+};
+
+// The identity of call number `sequence` of a run of `algorithm` with `options`' count, type
+// and operator.
+CallIdentity identifyCall(const ir::Algorithm& algorithm, const RunOptions& options, int sequence);
+
+}  // namespace chorus::runtime

@@ -1,0 +1,52 @@
+// The shm transport's group segment: the state every rank process shares besides the FIFOs -
+// the abort flag with the first failure's reason, and per rank the call it published and
+// whether it has left cleanly.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "transport/shm/shm_segment.h"
+
+namespace chorus::transport {
+
+class ShmGroup {
+ public:
+  // Bytes of the segment for `nranks` ranks.
+  static std::size_t segmentBytes(int nranks);
+  // Lays out the group in a freshly created, zero-filled segment and publishes it (ready magic
+  // last, release ordering).
+  static void format(const ShmSegment& segment, int nranks);
+  // True once `segment` has been published by format().
+  static bool isReady(const ShmSegment& segment);
+
+  // Takes a published segment; throws CommError if it was made for another group size.
+  ShmGroup(ShmSegment segment, int nranks);
+
+  // Marks the group failed. The first reason wins (a compare-and-swap on the state word, then
+  // the text, then a "reason complete" state); later calls change nothing. Thread-safe.
+  void abort(std::string_view reason);
+  // Empty while healthy, else the first reason. One acquire load while healthy. Thread-safe.
+  std::string abortReason() const;
+
+  // Stores rank `rank`'s current call (at most 200 bytes kept) under a seqlock.
+  void publishCall(int rank, std::string_view description);
+  // Rank `rank`'s last published call; never torn ("" if none or if its writer died mid-way).
+  std::string peerCall(int rank) const;
+
+  // Rank `rank` finished with the group and is about to unmap it; its exit is not a failure.
+  void markDeparted(int rank);
+  bool departed(int rank) const;
+
+ private:
+  struct Control;
+  struct RankRecord;
+  RankRecord& record(int rank) const;
+
+  ShmSegment segment_;
+  Control* control_ = nullptr;
+  int nranks_ = 0;
+};
+
+}  // namespace chorus::transport

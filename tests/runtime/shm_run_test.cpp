@@ -1,0 +1,275 @@
+// Runs every library algorithm and every reference MSCCL XML file on the shm transport (ranks
+// are forked processes) and checks every output element exactly; then the failures a
+// multi-process run must report fast and by name: a killed rank, mismatched calls, a rank's own
+// error (rethrown with its type) and a hung rank.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "ir/msccl_xml.h"
+#include "runtime/interpreter.h"
+#include "runtime/process_runner.h"
+#include "support/error.h"
+
+namespace chorus {
+namespace {
+
+using runtime::DataType;
+using runtime::ReduceOp;
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+runtime::RunReport runShm(const ir::Algorithm& a, std::size_t count,
+                          DataType type = DataType::float32, ReduceOp op = ReduceOp::sum,
+                          int iterations = 1) {
+  runtime::ProcessRunOptions options;
+  options.count = count;
+  options.type = type;
+  options.op = op;
+  options.iterations = iterations;
+  options.timeout = 30s;
+  options.fifo.slotBytes = 16 << 10;  // small slots: a few hundred KiB make many tiles
+  return runtime::runOnProcesses(a, options);
+}
+
+ir::Algorithm compile(const algorithms::AlgorithmInfo& info) {
+  algorithms::BuildRequest request;
+  request.algorithm = info.name;
+  if (info.shape == algorithms::Shape::ranks) {
+    request.ranks = std::max(info.minRanks, 3);
+  } else {
+    request.nodes = 2;
+    request.gpusPerNode = 2;
+  }
+  return algorithms::compileAlgorithm(request).algorithm;
+}
+
+std::string testName(std::string name) {
+  for (auto& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
+std::vector<std::string> algorithmNames() {
+  std::vector<std::string> names;
+  for (const auto& info : algorithms::listAlgorithms())
+    names.push_back(info.name);
+  return names;
+}
+
+class LibraryOnShm : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LibraryOnShm, ExactResults) {
+  const auto& info = algorithms::findAlgorithm(GetParam());
+  const auto a = compile(info);
+  // A different type and operator per algorithm keeps the test short and covers them all.
+  const std::vector<std::pair<DataType, ReduceOp>> variants = {
+      {DataType::int32, ReduceOp::max},    {DataType::float64, ReduceOp::min},
+      {DataType::bfloat16, ReduceOp::sum}, {DataType::uint8, ReduceOp::prod},
+      {DataType::int64, ReduceOp::avg},    {DataType::float16, ReduceOp::sum},
+      {DataType::int8, ReduceOp::min},     {DataType::uint64, ReduceOp::max},
+      {DataType::uint32, ReduceOp::sum},   {DataType::float32, ReduceOp::avg}};
+  const auto index = static_cast<std::size_t>(
+      std::find(algorithmNames().begin(), algorithmNames().end(), info.name) -
+      algorithmNames().begin());
+  const auto [type, op] = variants[index % variants.size()];
+  struct Case {
+    std::size_t count;
+    DataType type;
+    ReduceOp op;
+  };
+  // One element, a count the chunking does not divide, and 300 KiB per block (many tiles).
+  for (const Case& c : {Case{1, DataType::float32, ReduceOp::sum}, Case{777, type, op},
+                        Case{(300 << 10) / 4, DataType::float32, ReduceOp::sum}}) {
+    const auto report = runShm(a, c.count, c.type, c.op);
+    EXPECT_TRUE(report.ok()) << info.name << " count " << c.count << " "
+                             << runtime::dataTypeName(c.type) << " " << runtime::reduceOpName(c.op)
+                             << ": " << report.firstWrong;
+    EXPECT_GT(report.checkedElements, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, LibraryOnShm, ::testing::ValuesIn(algorithmNames()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return testName(info.param);
+                         });
+
+TEST(LibraryOnShmIterations, BackToBackCallsReuseTheSegments) {
+  const auto a = compile(algorithms::findAlgorithm("allreduce.ring"));
+  const auto report = runShm(a, 5000, DataType::float32, ReduceOp::sum, 4);
+  EXPECT_TRUE(report.ok()) << report.firstWrong;
+  EXPECT_EQ(report.checkedElements, 3u * 5000u);
+}
+
+std::vector<std::string> validFiles() {
+  std::vector<std::string> files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(CHORUS_SHARED_DIR "/interop/msccl-xml/valid"))
+    files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+class MscclFileOnShm : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MscclFileOnShm, ExactResult) {
+  for (const auto& a : ir::readMscclXmlFile(GetParam())) {
+    const auto report = runShm(a, 777, DataType::int32, ReduceOp::sum);
+    EXPECT_TRUE(report.ok()) << a.name << ": " << report.firstWrong;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Interop, MscclFileOnShm, ::testing::ValuesIn(validFiles()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return testName(std::filesystem::path(info.param).stem().string());
+                         });
+
+// ---- failures ----------------------------------------------------------------------------------
+
+ir::Algorithm ringAllreduce(int ranks) {
+  algorithms::BuildRequest request;
+  request.algorithm = "allreduce.ring";
+  request.ranks = ranks;
+  return algorithms::compileAlgorithm(request).algorithm;
+}
+
+runtime::RankProcessOptions processOptions(int nranks) {
+  runtime::RankProcessOptions options;
+  options.nranks = nranks;
+  options.fifo.slotBytes = 16 << 10;
+  options.timeout = 30s;
+  options.waitLimit = 60s;
+  return options;
+}
+
+// Runs `rank`'s part of `a` on `count` elements `calls` times, each call tagged and published.
+runtime::RunReport runCalls(const ir::Algorithm& a, int rank, transport::ConnectionSet& connections,
+                            std::size_t count, int calls) {
+  runtime::RunOptions options;
+  options.count = count;
+  options.timeout = 30s;
+  runtime::RankBuffers buffers(a, rank, options);
+  for (int call = 0; call < calls; ++call) {
+    buffers.reset();
+    const auto id = runtime::identifyCall(a, options, call);
+    connections.publishCall(id.description);
+    runtime::ExecOptions exec;
+    exec.timeout = options.timeout;
+    exec.callTag = id.tag;
+    exec.collectiveLabel = id.description.c_str();
+    runtime::executeRank(a, rank, {buffers.input(), buffers.output(), count}, connections, exec);
+  }
+  return {};
+}
+
+TEST(ShmRunFailures, RankKilledBeforeItsPartFailsEveryOtherRankFast) {
+  const auto a = ringAllreduce(4);
+  const auto start = Clock::now();
+  const auto outcomes = runtime::runRankProcesses(
+      processOptions(4), [&](int rank, transport::ConnectionSet& connections) {
+        if (rank == 2) ::raise(SIGKILL);
+        return runCalls(a, rank, connections, 4096, 1);
+      });
+  EXPECT_LT(Clock::now() - start, 5s) << "the others must not wait for the 30 s timeout";
+  ASSERT_EQ(outcomes.size(), 4u);
+  EXPECT_FALSE(outcomes[2].reported);
+  EXPECT_THAT(outcomes[2].error, HasSubstr("rank 2 (pid"));
+  EXPECT_THAT(outcomes[2].error, HasSubstr("killed by signal 9"));
+  for (int r : {0, 1, 3}) {
+    EXPECT_EQ(outcomes[r].errorKind, runtime::RankErrorKind::comm) << outcomes[r].error;
+    EXPECT_THAT(outcomes[r].error, HasSubstr("rank 2 (pid")) << "rank " << r;
+    EXPECT_THAT(outcomes[r].error, HasSubstr("exited before the group finished"));
+  }
+  try {
+    runtime::throwFirstFailure(outcomes);
+    FAIL() << "expected a CommError";
+  } catch (const CommError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("rank 2 (pid"));
+    EXPECT_THAT(e.what(), HasSubstr("killed by signal 9"));
+  }
+}
+
+TEST(ShmRunFailures, RankKilledMidCollectiveFailsEveryOtherRankFast) {
+  const auto a = ringAllreduce(3);
+  const auto start = Clock::now();
+  const auto outcomes = runtime::runRankProcesses(
+      processOptions(3), [&](int rank, transport::ConnectionSet& connections) {
+        if (rank == 1) {
+          // SIGALRM's default action ends the process wherever it is, mid-call.
+          itimerval timer{};
+          timer.it_value.tv_usec = 50'000;
+          ::setitimer(ITIMER_REAL, &timer, nullptr);
+        }
+        return runCalls(a, rank, connections, 1 << 14, 1'000'000);
+      });
+  EXPECT_LT(Clock::now() - start, 5s);
+  EXPECT_THAT(outcomes[1].error, HasSubstr("killed by signal 14"));
+  for (int r : {0, 2}) {
+    EXPECT_EQ(outcomes[r].errorKind, runtime::RankErrorKind::comm) << outcomes[r].error;
+    EXPECT_THAT(outcomes[r].error, HasSubstr("rank 1 (pid")) << "rank " << r;
+    EXPECT_THAT(outcomes[r].error, HasSubstr("aborted"));
+  }
+}
+
+TEST(ShmRunFailures, MismatchedCountsAreNamed) {
+  const auto a = ringAllreduce(2);
+  const auto start = Clock::now();
+  const auto outcomes = runtime::runRankProcesses(
+      processOptions(2), [&](int rank, transport::ConnectionSet& connections) {
+        return runCalls(a, rank, connections, rank == 0 ? 64 : 32, 1);
+      });
+  EXPECT_LT(Clock::now() - start, 5s);
+  EXPECT_FALSE(outcomes[0].ok());
+  EXPECT_FALSE(outcomes[1].ok());
+  const std::string all = outcomes[0].error + " | " + outcomes[1].error;
+  EXPECT_THAT(all, HasSubstr("sent a message for a different call"));
+  EXPECT_THAT(all, ::testing::ContainsRegex("it is running .*\\(count (32|64) float32 sum\\)"));
+  EXPECT_THROW(runtime::throwFirstFailure(outcomes), CommError);
+}
+
+TEST(ShmRunFailures, RankErrorIsRethrownWithItsType) {
+  const auto a = ringAllreduce(3);
+  const auto outcomes = runtime::runRankProcesses(
+      processOptions(3), [&](int rank, transport::ConnectionSet& connections) {
+        if (rank == 1) throw OptionError("rank 1 did not like its options");
+        return runCalls(a, rank, connections, 4096, 1);
+      });
+  EXPECT_EQ(outcomes[1].errorKind, runtime::RankErrorKind::option);
+  EXPECT_THAT(outcomes[0].error, HasSubstr("rank 1 failed: rank 1 did not like its options"));
+  try {
+    runtime::throwFirstFailure(outcomes);
+    FAIL() << "expected an OptionError";
+  } catch (const OptionError& e) {
+    EXPECT_STREQ(e.what(), "rank 1 did not like its options");
+  }
+}
+
+TEST(ShmRunFailures, HungRankIsKilledAndNamed) {
+  auto options = processOptions(2);
+  options.waitLimit = 1500ms;
+  const auto outcomes =
+      runtime::runRankProcesses(options, [&](int rank, transport::ConnectionSet&) {
+        if (rank == 1) ::pause();
+        return runtime::RunReport{};
+      });
+  EXPECT_TRUE(outcomes[0].ok()) << outcomes[0].error;
+  EXPECT_EQ(outcomes[1].errorKind, runtime::RankErrorKind::timeout);
+  EXPECT_THAT(outcomes[1].error, HasSubstr("rank 1 (pid"));
+  EXPECT_THAT(outcomes[1].error, HasSubstr("was still running after 1500 ms and was killed"));
+  EXPECT_THROW(runtime::throwFirstFailure(outcomes), TimeoutError);
+}
+
+}  // namespace
+}  // namespace chorus
