@@ -13,5 +13,6 @@ std::vector<AlgorithmInfo> allPairsAlgorithms();      // allpairs.cpp
 std::vector<AlgorithmInfo> hierarchicalAlgorithms();  // hierarchical.cpp
 std::vector<AlgorithmInfo> allToAllAlgorithms();      // alltoall.cpp
 std::vector<AlgorithmInfo> allToNextAlgorithms();     // alltonext.cpp
+std::vector<AlgorithmInfo> treeAlgorithms();          // tree.cpp
 
 }  // namespace chorus::algorithms

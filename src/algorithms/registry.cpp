@@ -22,7 +22,7 @@ constexpr std::size_t kMaxListedViolations = 10;
 std::vector<AlgorithmInfo> collectAlgorithms() {
   std::vector<AlgorithmInfo> all;
   for (auto family : {&ringAlgorithms, &allPairsAlgorithms, &hierarchicalAlgorithms,
-                      &allToAllAlgorithms, &allToNextAlgorithms}) {
+                      &allToAllAlgorithms, &allToNextAlgorithms, &treeAlgorithms}) {
     for (AlgorithmInfo& info : family())
       all.push_back(std::move(info));
   }

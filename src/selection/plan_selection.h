@@ -21,8 +21,14 @@ struct SelectionConfig {
   std::string algoDir;
 };
 
+// nranks plus CHORUS_ALGO and CHORUS_ALGO_DIR from the process environment.
+SelectionConfig selectionConfigFromEnvironment(int nranks);
+
 // Parses and checks the configuration now (OptionError naming the bad entry or file), so a
-// communicator fails at creation rather than at its first call.
+// communicator fails at creation rather than at its first call: CHORUS_ALGO's library entries
+// are compiled (root 0 for broadcast/reduce) and its files and CHORUS_ALGO_DIR are read and
+// verified. Built-in defaults compile lazily, on the first request that needs them, into the
+// process-wide cache. The provider is a selection::PlanSelector (plan_selector.h).
 std::shared_ptr<runtime::PlanProvider> makePlanProvider(const SelectionConfig& config);
 
 }  // namespace chorus::selection

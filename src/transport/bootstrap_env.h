@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,15 +22,35 @@ struct EnvBootstrap {
   std::string jobId;             // the same on every rank of the job; unique per job
 };
 
-// Which launcher's variables are set, or nullopt when none is (no store is created).
-// Throws OptionError naming the variable when one is set but malformed or inconsistent.
-std::optional<std::string> detectLauncher();
+// Environment variables by name (a snapshot of the process environment, or a test's own).
+using EnvVariables = std::map<std::string, std::string>;
 
-// The bootstrap of this process. Creates/joins the store: CHORUS_STORE (tcp://host:port or
-// file:///dir) for chorus launch; for mpirun a file store under $TMPDIR keyed by the job id
-// unless CHORUS_STORE is set; for torchrun a TCP store hosted by rank 0 at MASTER_ADDR and
-// CHORUS_MASTER_PORT (default MASTER_PORT + 1, because torchrun's agent already listens on
-// MASTER_PORT). Throws OptionError listing the variables looked for when no launcher is found.
+// The variables the bootstrap reads, from the process environment (unset or empty ones are
+// left out).
+EnvVariables launcherVariables();
+
+// Which launcher's variables are set, or nullopt when none is (no store is created).
+// Precedence: CHORUS_RANK (chorus launch), then OMPI_COMM_WORLD_RANK (mpirun), then RANK
+// (torchrun). Throws OptionError naming the variable when one is set but malformed or
+// inconsistent (not a number, rank >= size, a required partner variable missing).
+std::optional<std::string> detectLauncher();
+std::optional<std::string> detectLauncher(const EnvVariables& variables);
+
+// The bootstrap of this process. Creates/joins the store, then wraps it in a PrefixStore named
+// after the job id:
+//   chorus launch: CHORUS_STORE, tcp://HOST:PORT (served by the launcher) or file:///ABS/DIR;
+//     job id CHORUS_JOB_ID.
+//   mpirun: CHORUS_STORE if set (a tcp:// store is served by rank 0), else a file store in
+//     ${TMPDIR:-/tmp}/chorus-<job id>, which needs every rank on one host; job id
+//     OMPI_MCA_ess_base_jobid, else PMIX_NAMESPACE.
+//   torchrun: a TCP store served by rank 0 on every interface at port CHORUS_MASTER_PORT
+//     (default MASTER_PORT + 1, because torchrun's agent already listens on MASTER_PORT) and
+//     reached at MASTER_ADDR; CHORUS_STORE overrides it like for mpirun.
+// CHORUS_JOB_ID, when set, overrides the job id for every launcher. `timeout` bounds the
+// connection to a TCP store. Throws OptionError listing the variables looked for when no
+// launcher is found, CommError when the store cannot be reached or served.
 EnvBootstrap bootstrapFromEnvironment(std::chrono::milliseconds timeout);
+EnvBootstrap bootstrapFromVariables(const EnvVariables& variables,
+                                    std::chrono::milliseconds timeout);
 
 }  // namespace chorus::transport

@@ -1,0 +1,118 @@
+// Binomial-tree algorithms: broadcast.binomial and reduce.binomial (seed 001 "Binomial Tree"),
+// any number of ranks, any root, out of place, chunk factor 1. Both take log2(R) rounds of one
+// whole-buffer message per edge: T = ceil(log2 R) * (α + nβ) (+ nγ for Reduce).
+//
+// Algorithm, R ranks, ranks renumbered relative to the root (v = (r - root) mod R), P = the
+// smallest power of two >= R:
+//   Broadcast (top-down): the root copies its input to its output; then for mask = P/2, P/4,
+//     ..., 1 every v that is a multiple of 2*mask and already holds the data sends its output
+//     to v + mask (if v + mask < R). The first message goes to root + P/2, which then acts as
+//     the root of its own half, and so on recursively.
+//   Reduce (bottom-up, the mirror image): for mask = 1, 2, ..., P/2 every v that is a multiple
+//     of 2*mask receives the partial sum of v + mask (if v + mask < R) and adds it to its own.
+//     A rank accumulates in its output buffer (its input is copied there first) so the
+//     caller's input is never written; a leaf sends straight from its input.
+//
+//      broadcast, R = 6, root 0:      mask 4: 0 -> 4
+//                                     mask 2: 0 -> 2, 4 -> (6: none)
+//                                     mask 1: 0 -> 1, 2 -> 3, 4 -> 5
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "algorithms/families.h"
+#include "support/error.h"
+
+namespace chorus::algorithms {
+namespace {
+
+// The root parameter, checked against the rank count (its declared range is 0..255).
+int rootOf(const std::string& name, const BuildArgs& args) {
+  const int root = args.param("root");
+  if (root >= args.ranks) {
+    throw OptionError(fmt::format("{}: root {} is not a rank of 0..{}; use --set root=0..{}", name,
+                                  root, args.ranks - 1, args.ranks - 1));
+  }
+  return root;
+}
+
+// The smallest power of two >= size.
+int treeSpan(int size) {
+  int span = 1;
+  while (span < size)
+    span *= 2;
+  return span;
+}
+
+std::unique_ptr<lang::Program> buildBroadcastBinomial(const std::string& name,
+                                                      const BuildArgs& args) {
+  const int size = args.ranks;
+  const int root = rootOf(name, args);
+  auto program = std::make_unique<lang::Program>(name, lang::broadcast(size, 1, root, false),
+                                                 args.programOptions);
+  auto rankOf = [&](int v) { return (v + root) % size; };
+  program->chunk(root, lang::Buffer::input, 0).copy(root, lang::Buffer::output, 0);
+  for (int mask = treeSpan(size) / 2; mask >= 1; mask /= 2) {
+    for (int v = 0; v + mask < size; v += 2 * mask) {
+      program->chunk(rankOf(v), lang::Buffer::output, 0)
+          .copy(rankOf(v + mask), lang::Buffer::output, 0);
+    }
+  }
+  return program;
+}
+
+std::unique_ptr<lang::Program> buildReduceBinomial(const std::string& name, const BuildArgs& args) {
+  const int size = args.ranks;
+  const int root = rootOf(name, args);
+  auto program = std::make_unique<lang::Program>(name, lang::reduce(size, 1, root, false),
+                                                 args.programOptions);
+  auto rankOf = [&](int v) { return (v + root) % size; };
+  // A rank with at least one child (v even, v + 1 < R) accumulates in its output.
+  auto hasChildren = [&](int v) { return v % 2 == 0 && v + 1 < size; };
+  for (int v = 0; v < size; ++v) {
+    if (hasChildren(v) || v == 0)
+      program->chunk(rankOf(v), lang::Buffer::input, 0).copy(rankOf(v), lang::Buffer::output, 0);
+  }
+  for (int mask = 1; mask < size; mask *= 2) {
+    for (int v = 0; v + mask < size; v += 2 * mask) {
+      const int child = v + mask;
+      const lang::Buffer partial = hasChildren(child) ? lang::Buffer::output : lang::Buffer::input;
+      program->chunk(rankOf(v), lang::Buffer::output, 0)
+          .reduce(program->chunk(rankOf(child), partial, 0));
+    }
+  }
+  return program;
+}
+
+ParamInfo rootParam() {
+  return {.name = "root",
+          .defaultValue = 0,
+          .minValue = 0,
+          .maxValue = 255,
+          .description = "the rank that holds the data (broadcast) or receives the sum (reduce)"};
+}
+
+}  // namespace
+
+std::vector<AlgorithmInfo> treeAlgorithms() {
+  return {
+      {.name = "broadcast.binomial",
+       .collective = "broadcast",
+       .description = "binomial tree from the root: log2(R) rounds, whole buffer per message",
+       .citation = "seed 001 Binomial Tree (Broadcast)",
+       .shape = Shape::ranks,
+       .minRanks = 2,
+       .params = {rootParam()},
+       .build = &buildBroadcastBinomial},
+      {.name = "reduce.binomial",
+       .collective = "reduce",
+       .description = "binomial tree into the root: log2(R) rounds of receive-and-add",
+       .citation = "seed 001 Binomial Tree (Reduce)",
+       .shape = Shape::ranks,
+       .minRanks = 2,
+       .params = {rootParam()},
+       .build = &buildReduceBinomial},
+  };
+}
+
+}  // namespace chorus::algorithms
