@@ -34,12 +34,12 @@ asan_build_and_test() {
     (cd build-asan && ctest --output-on-failure -j2 -LE soak)
 }
 
-# The runtime and transports run ranks as threads: check them under ThreadSanitizer too.
+# The runtime, transports and communicator API run ranks as threads: check them under TSan too.
 tsan_build_and_test() {
   cmake -S . -B build-tsan -G Ninja -DCHORUS_WERROR=ON -DCHORUS_SANITIZE_THREAD=ON \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHORUS_BUILD_BENCH=OFF -DCHORUS_BUILD_EXAMPLES=OFF &&
-    cmake --build build-tsan --target test_runtime test_transport &&
-    (cd build-tsan && ctest --output-on-failure -j2 -L 'runtime|transport' -LE soak)
+    cmake --build build-tsan --target test_runtime test_transport test_api &&
+    (cd build-tsan && ctest --output-on-failure -j2 -L 'runtime|transport|api' -LE soak)
 }
 
 check_format() {
@@ -63,7 +63,7 @@ if ! bash scripts/install_deps.sh; then
 fi
 run_stage "build+ctest (build/)" build_and_test
 run_stage "asan build+ctest (build-asan/)" asan_build_and_test
-run_stage "tsan build+ctest runtime,transport (build-tsan/)" tsan_build_and_test
+run_stage "tsan build+ctest runtime,transport,api (build-tsan/)" tsan_build_and_test
 run_stage "clang-format" check_format
 
 echo

@@ -40,8 +40,9 @@ struct CommConfig {
   // Deadline of every wait (CHORUS_TIMEOUT, in seconds or with a unit: "30", "500ms", "2m";
   // default 300 s).
   std::optional<std::chrono::milliseconds> timeout;
-  // "thread" (ranks are threads of one process: initAll only), "shm" (processes on one host);
-  // empty: thread for initAll, shm otherwise (CHORUS_TRANSPORT).
+  // "thread" (ranks are threads of one process: initAll only), "shm" (processes on one host;
+  // with initAll, threads connected through /dev/shm segments); empty: thread for initAll, shm
+  // otherwise (CHORUS_TRANSPORT).
   std::string transport;
   // Plan overrides, CHORUS_ALGO syntax: "allreduce=allpairs:0-64K,ring:64K-max;alltoall=...".
   std::optional<std::string> algo;
@@ -83,9 +84,12 @@ class Communicator {
   // The six collectives. `count` follows NCCL: elements of the AllReduce/Broadcast/Reduce
   // buffer, of each rank's AllGather input, of each rank's ReduceScatter output, and of each
   // per-peer block of AllToAll. In-place when sendbuf == recvbuf (AllGather: sendbuf ==
-  // recvbuf + rank * count; ReduceScatter: recvbuf == sendbuf + rank * count).
-  void allReduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType type,
-                 ReduceOp op);
+  // recvbuf + rank * count; ReduceScatter: recvbuf == sendbuf + rank * count); all ranks of a
+  // call must agree on it, since it can change the plan. Broadcast's sendbuf and Reduce's
+  // recvbuf may be null except on the root. Throws OptionError for bad arguments (the
+  // communicator stays usable) and TimeoutError/CommError once the call has started (the
+  // communicator and its peers have then failed).
+  void allReduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType type, ReduceOp op);
   void allGather(const void* sendbuf, void* recvbuf, std::size_t sendcount, DataType type);
   void reduceScatter(const void* sendbuf, void* recvbuf, std::size_t recvcount, DataType type,
                      ReduceOp op);
@@ -94,8 +98,12 @@ class Communicator {
   void reduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType type, ReduceOp op,
               int root);
 
-  // Point-to-point. Outside a group each call blocks until matched; inside a group the sends
-  // and receives to different peers progress together at groupEnd() (no ordering deadlock).
+  // Point-to-point. Outside a group a recv blocks until its message has arrived and a send
+  // until its data is in the connection's FIFO (a small send may return before the peer's recv
+  // runs); inside a group all sends and receives progress together at groupEnd() (no ordering
+  // deadlock). Messages between two ranks match in issue order and must agree in count and
+  // datatype (else CommError naming both). A send to the own rank needs a recv from it in the
+  // same group.
   void send(const void* buf, std::size_t count, DataType type, int peer);
   void recv(void* buf, std::size_t count, DataType type, int peer);
 

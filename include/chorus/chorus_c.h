@@ -25,7 +25,15 @@ typedef struct {
   char internal[CHORUS_UNIQUE_ID_BYTES];
 } chorusUniqueId;
 
-/* Same numbering as ncclResult_t (chorusTimeout is chorus's own). */
+/* Same numbering as ncclResult_t (chorusTimeout is chorus's own). How failures map:
+ *   bad arguments or options (incl. plan files, CHORUS_ALGO)   -> chorusInvalidArgument
+ *   a wait passed its deadline on this rank                    -> chorusTimeout
+ *   another rank failed or aborted first                       -> chorusRemoteError
+ *   mismatched calls noticed here; a call on a communicator
+ *   that had already failed; chorusGroupEnd without a start    -> chorusInvalidUsage
+ *   creating a communicator failed (store, /dev/shm), or a
+ *   transport failed here before any rank failed the group     -> chorusSystemError
+ *   a chorus bug                                               -> chorusInternalError */
 typedef enum {
   chorusSuccess = 0,
   chorusSystemError = 2,     /* a system call or transport failed (e.g. /dev/shm full) */
@@ -73,14 +81,17 @@ const char* chorusGetErrorString(chorusResult_t result);
 const char* chorusGetLastError(chorusComm_t comm);
 
 chorusResult_t chorusGetUniqueId(chorusUniqueId* uniqueId);
-chorusResult_t chorusCommInitRank(chorusComm_t* comm, int nranks, chorusUniqueId commId,
-                                  int rank);
+chorusResult_t chorusCommInitRank(chorusComm_t* comm, int nranks, chorusUniqueId commId, int rank);
 /* ndev ranks as threads of this process; devlist is ignored (may be NULL). */
 chorusResult_t chorusCommInitAll(chorusComm_t* comms, int ndev, const int* devlist);
 /* Rank, size and rendezvous from chorus launch, mpirun or torchrun variables. */
 chorusResult_t chorusCommInitFromEnv(chorusComm_t* comm);
+/* Frees this rank's resources without waiting for peers. */
 chorusResult_t chorusCommDestroy(chorusComm_t comm);
+/* As ncclCommAbort: fails the peers' pending and later calls (chorusRemoteError), then frees
+ * comm. No other thread may be inside a call on comm. */
 chorusResult_t chorusCommAbort(chorusComm_t comm);
+/* chorusSuccess while healthy, else the code of the failure (chorusRemoteError if a peer's). */
 chorusResult_t chorusCommGetAsyncError(chorusComm_t comm, chorusResult_t* asyncError);
 chorusResult_t chorusCommCount(const chorusComm_t comm, int* count);
 chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank);
@@ -95,15 +106,13 @@ chorusResult_t chorusReduce(const void* sendbuff, void* recvbuff, size_t count,
                             chorusDataType_t datatype, chorusRedOp_t op, int root,
                             chorusComm_t comm, chorusStream_t stream);
 chorusResult_t chorusAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                               chorusDataType_t datatype, chorusComm_t comm,
-                               chorusStream_t stream);
+                               chorusDataType_t datatype, chorusComm_t comm, chorusStream_t stream);
 chorusResult_t chorusReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                   chorusDataType_t datatype, chorusRedOp_t op,
-                                   chorusComm_t comm, chorusStream_t stream);
+                                   chorusDataType_t datatype, chorusRedOp_t op, chorusComm_t comm,
+                                   chorusStream_t stream);
 /* As MSCCL's ncclAllToAll: count elements to and from each peer. */
 chorusResult_t chorusAllToAll(const void* sendbuff, void* recvbuff, size_t count,
-                              chorusDataType_t datatype, chorusComm_t comm,
-                              chorusStream_t stream);
+                              chorusDataType_t datatype, chorusComm_t comm, chorusStream_t stream);
 chorusResult_t chorusSend(const void* sendbuff, size_t count, chorusDataType_t datatype, int peer,
                           chorusComm_t comm, chorusStream_t stream);
 chorusResult_t chorusRecv(void* recvbuff, size_t count, chorusDataType_t datatype, int peer,

@@ -1,0 +1,92 @@
+#include "api/comm_config.h"
+
+#include <fmt/format.h>
+
+#include "support/env.h"
+#include "support/error.h"
+#include "support/size.h"
+
+namespace chorus::api {
+
+namespace {
+
+std::chrono::milliseconds resolveTimeout(const CommConfig& config) {
+  if (config.timeout) {
+    if (config.timeout->count() <= 0)
+      throw OptionError(fmt::format(
+          "CommConfig.timeout is {} ms; give a positive deadline (e.g. 30s) or leave it empty to "
+          "use CHORUS_TIMEOUT (default 300 s)",
+          config.timeout->count()));
+    return *config.timeout;
+  }
+  return envDuration("CHORUS_TIMEOUT").value_or(std::chrono::milliseconds(300'000));
+}
+
+TransportKind resolveTransport(const CommConfig& config, InitKind kind) {
+  std::string name = config.transport;
+  std::string what = "CommConfig.transport";
+  if (name.empty()) {
+    name = envString("CHORUS_TRANSPORT").value_or("");
+    what = "CHORUS_TRANSPORT";
+  }
+  if (name.empty())
+    return kind == InitKind::allInProcess ? TransportKind::thread : TransportKind::shm;
+  if (name == "shm") return TransportKind::shm;
+  if (name == "thread") {
+    if (kind == InitKind::allInProcess) return TransportKind::thread;
+    throw OptionError(fmt::format(
+        "{}='thread' only works with Communicator::initAll (all ranks are threads of one "
+        "process); ranks in separate processes use 'shm' (or leave {} empty)",
+        what, what));
+  }
+  throw OptionError(fmt::format(
+      "{}='{}' is not a transport; choose 'thread' (initAll only) or 'shm' (processes on one "
+      "host), or leave it empty for the default",
+      what, name));
+}
+
+int resolveSlots(const CommConfig& config) {
+  if (config.slots) {
+    if (*config.slots < kMinSlots || *config.slots > kMaxSlots)
+      throw OptionError(fmt::format(
+          "CommConfig.slots is {}; a FIFO needs {} to {} slots (default 8, CHORUS_SLOTS)",
+          *config.slots, kMinSlots, kMaxSlots));
+    return *config.slots;
+  }
+  return static_cast<int>(envInt("CHORUS_SLOTS", kMinSlots, kMaxSlots).value_or(8));
+}
+
+std::size_t resolveSlotBytes(const CommConfig& config) {
+  std::size_t bytes = std::size_t{256} << 10;
+  std::string what;
+  if (config.slotBytes) {
+    bytes = *config.slotBytes;
+    what = "CommConfig.slotBytes";
+  } else if (auto env = envSize("CHORUS_SLOT_BYTES")) {
+    bytes = static_cast<std::size_t>(*env);
+    what = "CHORUS_SLOT_BYTES";
+  }
+  if (bytes < kMinSlotBytes || bytes > kMaxSlotBytes)
+    throw OptionError(fmt::format("{} is {} bytes; a FIFO slot holds {} to {} (default 256K)", what,
+                                  bytes, formatSize(kMinSlotBytes), formatSize(kMaxSlotBytes)));
+  return bytes;
+}
+
+}  // namespace
+
+ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind) {
+  ResolvedConfig resolved;
+  resolved.timeout = resolveTimeout(config);
+  resolved.transport = resolveTransport(config, kind);
+  resolved.algo = config.algo ? *config.algo : envString("CHORUS_ALGO").value_or("");
+  resolved.algoDir = config.algoDir ? *config.algoDir : envString("CHORUS_ALGO_DIR").value_or("");
+  resolved.fifo.slots = resolveSlots(config);
+  resolved.fifo.slotBytes = resolveSlotBytes(config);
+  return resolved;
+}
+
+std::string_view transportName(TransportKind kind) {
+  return kind == TransportKind::thread ? "thread" : "shm";
+}
+
+}  // namespace chorus::api

@@ -1,0 +1,39 @@
+// Communicator options after resolution (api layer): CommConfig fields, else the CHORUS_*
+// environment variables, else the documented defaults, each checked with an OptionError that
+// names the field or variable and the accepted range.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "chorus/chorus.h"
+#include "transport/fifo.h"
+
+namespace chorus::api {
+
+inline constexpr int kMinSlots = 1;
+inline constexpr int kMaxSlots = 1024;
+inline constexpr std::size_t kMinSlotBytes = std::size_t{4} << 10;
+inline constexpr std::size_t kMaxSlotBytes = std::size_t{1} << 30;
+
+enum class TransportKind { thread, shm };
+
+struct ResolvedConfig {
+  std::chrono::milliseconds timeout{300'000};
+  TransportKind transport = TransportKind::thread;
+  std::string algo;     // CHORUS_ALGO syntax; empty: no overrides
+  std::string algoDir;  // empty: none
+  transport::FifoOptions fifo;
+};
+
+// How the communicator is being created: initAll (ranks are threads of this process) or
+// initRank / initFromEnvironment (ranks are processes).
+enum class InitKind { allInProcess, perProcess };
+
+// Throws OptionError for a bad field or variable (and for the thread transport outside
+// initAll). Reads the environment; thread-safe.
+ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind);
+
+std::string_view transportName(TransportKind kind);
+
+}  // namespace chorus::api

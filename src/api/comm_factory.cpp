@@ -1,0 +1,101 @@
+#include "api/comm_factory.h"
+
+#include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "api/communicator_impl.h"
+#include "selection/plan_selection.h"
+#include "support/error.h"
+#include "transport/in_memory_store.h"
+#include "transport/shm/shm_transport.h"
+#include "transport/thread/thread_group.h"
+
+namespace chorus::api {
+
+namespace {
+
+transport::ShmOptions shmOptions(const std::string& namePrefix, const ResolvedConfig& config) {
+  transport::ShmOptions options;
+  options.fifo = config.fifo;
+  options.namePrefix = namePrefix;
+  options.timeout = config.timeout;
+  return options;
+}
+
+std::vector<Communicator> makeThreadCommunicators(int nranks, const ResolvedConfig& config,
+                                                  std::shared_ptr<runtime::PlanProvider> plans) {
+  auto group = std::make_shared<transport::ThreadGroup>(nranks, config.fifo);
+  std::vector<Communicator> comms;
+  comms.reserve(static_cast<std::size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    TransportHandle handle{group, &group->rank(r), nullptr};
+    comms.push_back(Communicator::Impl::wrap(
+        std::make_unique<Communicator::Impl>(r, nranks, std::move(handle), plans, config)));
+  }
+  return comms;
+}
+
+std::vector<Communicator> makeShmThreadCommunicators(int nranks, const ResolvedConfig& config,
+                                                     std::shared_ptr<runtime::PlanProvider> plans) {
+  auto store = std::make_shared<transport::InMemoryStore>();
+  std::random_device random;
+  const std::string prefix = fmt::format("chorus-{:08x}{:08x}-all", random(), random());
+  std::vector<std::optional<Communicator>> made(static_cast<std::size_t>(nranks));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nranks));
+  {
+    std::vector<std::jthread> threads;
+    for (int r = 0; r < nranks; ++r)
+      threads.emplace_back([&, r] {
+        try {
+          made[r].emplace(makeShmCommunicator(store, prefix, r, nranks, config, plans));
+        } catch (...) {
+          errors[r] = std::current_exception();
+        }
+      });
+  }
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  std::vector<Communicator> comms;
+  for (auto& c : made)
+    comms.push_back(std::move(*c));
+  return comms;
+}
+
+}  // namespace
+
+std::shared_ptr<runtime::PlanProvider> selectPlans(int nranks, const ResolvedConfig& config) {
+  return selection::makePlanProvider({nranks, config.algo, config.algoDir});
+}
+
+int nextCommunicatorIndex(const std::string& key) {
+  static std::mutex mutex;
+  static std::map<std::string, int> counts;
+  std::lock_guard lock(mutex);
+  return counts[key]++;
+}
+
+std::vector<Communicator> makeInProcessCommunicators(int nranks, const ResolvedConfig& config,
+                                                     std::shared_ptr<runtime::PlanProvider> plans) {
+  if (config.transport == TransportKind::shm)
+    return makeShmThreadCommunicators(nranks, config, std::move(plans));
+  return makeThreadCommunicators(nranks, config, std::move(plans));
+}
+
+Communicator makeShmCommunicator(std::shared_ptr<transport::Store> store,
+                                 const std::string& namePrefix, int rank, int nranks,
+                                 const ResolvedConfig& config,
+                                 std::shared_ptr<runtime::PlanProvider> plans) {
+  std::shared_ptr<transport::ConnectionSet> connections =
+      transport::connectShm(*store, rank, nranks, shmOptions(namePrefix, config));
+  TransportHandle handle{connections, connections.get(), std::move(store)};
+  return Communicator::Impl::wrap(std::make_unique<Communicator::Impl>(
+      rank, nranks, std::move(handle), std::move(plans), config));
+}
+
+}  // namespace chorus::api

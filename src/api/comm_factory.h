@@ -1,0 +1,37 @@
+// Communicators from parts (api layer): the caller picks the plan provider and the rendezvous;
+// the public init functions (init.cpp) and the tests build on these.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/comm_config.h"
+#include "chorus/chorus.h"
+#include "runtime/plan_provider.h"
+#include "transport/store.h"
+
+namespace chorus::api {
+
+// The plan provider of a communicator of `nranks` ranks: the selection layer over the
+// algorithm library with `config`'s CHORUS_ALGO and CHORUS_ALGO_DIR (OptionError if bad).
+std::shared_ptr<runtime::PlanProvider> selectPlans(int nranks, const ResolvedConfig& config);
+
+// How many communicators this process has created for `key` (a rendezvous and a rank) so far.
+// Creation is collective and ordered, so every rank counts the same and the k-th communicator
+// of every rank meets in the same store namespace. Thread-safe.
+int nextCommunicatorIndex(const std::string& key);
+
+// `nranks` communicators whose ranks are threads of this process: one shared ThreadGroup for
+// the thread transport, or shm segments set up through an in-memory store for shm.
+std::vector<Communicator> makeInProcessCommunicators(int nranks, const ResolvedConfig& config,
+                                                     std::shared_ptr<runtime::PlanProvider> plans);
+
+// One rank of a shm communicator. Collective: every rank calls it with a store namespace and
+// `namePrefix` unique to this communicator (see ShmOptions::namePrefix).
+Communicator makeShmCommunicator(std::shared_ptr<transport::Store> store,
+                                 const std::string& namePrefix, int rank, int nranks,
+                                 const ResolvedConfig& config,
+                                 std::shared_ptr<runtime::PlanProvider> plans);
+
+}  // namespace chorus::api

@@ -1,0 +1,338 @@
+#include "api/communicator_impl.h"
+
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "api/call_tag.h"
+#include "api/group.h"
+#include "runtime/datatype.h"
+#include "support/error.h"
+#include "support/log.h"
+
+namespace chorus {
+
+namespace {
+
+using api::CollectiveCall;
+using api::PreparedCollective;
+using ir::CollectiveKind;
+
+constexpr int kMaxPeersNamed = 8;
+
+bool reduces(CollectiveKind kind) {
+  return kind == CollectiveKind::allreduce || kind == CollectiveKind::reducescatter ||
+         kind == CollectiveKind::reduce;
+}
+
+bool rooted(CollectiveKind kind) {
+  return kind == CollectiveKind::broadcast || kind == CollectiveKind::reduce;
+}
+
+// Blocks of `count` elements in the nccl-tests "size" buffer (see runtime::PlanRequest).
+std::size_t sizeBlocks(CollectiveKind kind, int nranks) {
+  switch (kind) {
+    case CollectiveKind::allgather:
+    case CollectiveKind::reducescatter:
+    case CollectiveKind::alltoall:
+      return static_cast<std::size_t>(nranks);
+    default:
+      return 1;
+  }
+}
+
+const std::uint8_t* bytesOf(const void* p) {
+  return static_cast<const std::uint8_t*>(p);
+}
+
+// NCCL's in-place conventions (chorus.h): AllGather's input is this rank's block of the output,
+// ReduceScatter's output is this rank's block of the input; otherwise the buffers coincide.
+bool isInPlace(const CollectiveCall& c, int rank) {
+  if (c.sendbuf == nullptr || c.recvbuf == nullptr) return false;
+  const std::size_t block =
+      c.count * runtime::dataTypeSize(c.type) * static_cast<std::size_t>(rank);
+  switch (c.kind) {
+    case CollectiveKind::allgather:
+      return bytesOf(c.sendbuf) == bytesOf(c.recvbuf) + block;
+    case CollectiveKind::reducescatter:
+      return bytesOf(c.recvbuf) == bytesOf(c.sendbuf) + block;
+    default:
+      return c.sendbuf == c.recvbuf;
+  }
+}
+
+std::string describeCall(const PreparedCollective& p, std::uint64_t sequence) {
+  const CollectiveCall& c = p.call;
+  std::string text = fmt::format("{} #{} (count {} {}", ir::collectiveName(c.kind), sequence,
+                                 c.count, runtime::dataTypeName(c.type));
+  if (reduces(c.kind)) text += fmt::format(" {}", runtime::reduceOpName(c.op));
+  if (rooted(c.kind)) text += fmt::format(" root {}", c.root);
+  if (p.request.inPlace) text += " in place";
+  return text + fmt::format(", plan {})", p.plan.name);
+}
+
+std::uint64_t tagOf(const PreparedCollective& p, std::uint64_t sequence) {
+  const CollectiveCall& c = p.call;
+  return api::CallTag()
+      .add("collective")
+      .add(sequence)
+      .add(static_cast<std::uint64_t>(c.kind))
+      .add(c.count)
+      .add(static_cast<std::uint64_t>(c.type))
+      .add(static_cast<std::uint64_t>(c.op))
+      .add(static_cast<std::uint64_t>(c.root))
+      .add(p.plan.name)
+      .add(p.plan.algorithm->inPlace ? 1 : 0)
+      .value();
+}
+
+}  // namespace
+
+Communicator::Impl::Impl(int rank, int size, api::TransportHandle transport,
+                         std::shared_ptr<runtime::PlanProvider> plans, api::ResolvedConfig config)
+    : rank_(rank),
+      size_(size),
+      transport_(std::move(transport)),
+      plans_(std::move(plans)),
+      config_(std::move(config)),
+      sendSequence_(static_cast<std::size_t>(size), 0),
+      recvSequence_(static_cast<std::size_t>(size), 0) {
+  CHORUS_INTERNAL_ASSERT(transport_.connections != nullptr, "communicator without connections");
+  CHORUS_INTERNAL_ASSERT(plans_ != nullptr, "communicator without a plan provider");
+  if (logEnabled(LogLevel::info))
+    logLine(LogLevel::info,
+            fmt::format("communicator rank {} of {} created: transport {}, FIFOs of {} slots x {} "
+                        "bytes, timeout {} ms{}{}",
+                        rank_, size_, api::transportName(config_.transport), config_.fifo.slots,
+                        config_.fifo.slotBytes, config_.timeout.count(),
+                        config_.algo.empty() ? "" : ", CHORUS_ALGO " + config_.algo,
+                        config_.algoDir.empty() ? "" : ", CHORUS_ALGO_DIR " + config_.algoDir));
+}
+
+Communicator::Impl::~Impl() {
+  api::forgetQueuedCalls(this);
+}
+
+Communicator::Impl& Communicator::Impl::of(const Communicator& comm) {
+  if (!comm.impl_)
+    throw OptionError(
+        "this Communicator was moved from, so it no longer names a rank; use the object it was "
+        "moved to");
+  return *comm.impl_;
+}
+
+Communicator Communicator::Impl::wrap(std::unique_ptr<Impl> impl) {
+  return Communicator(std::move(impl));
+}
+
+api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& call) {
+  const std::string_view name = ir::collectiveName(call.kind);
+  if (static_cast<std::size_t>(call.type) >= runtime::allDataTypes().size())
+    throw OptionError(fmt::format("rank {}: {}: datatype value {} is not a chorus::DataType", rank_,
+                                  name, static_cast<int>(call.type)));
+  if (reduces(call.kind) && static_cast<std::size_t>(call.op) >= runtime::allReduceOps().size())
+    throw OptionError(fmt::format(
+        "rank {}: {}: reduction operator value {} is not a chorus::ReduceOp (sum, prod, min, max, "
+        "avg)",
+        rank_, name, static_cast<int>(call.op)));
+  if (rooted(call.kind) && (call.root < 0 || call.root >= size_))
+    throw OptionError(fmt::format("rank {}: {}: root {} is not a rank of this {}-rank communicator",
+                                  rank_, name, call.root, size_));
+  const std::size_t elemSize = runtime::dataTypeSize(call.type);
+  const std::size_t blocks = sizeBlocks(call.kind, size_);
+  if (call.count > std::numeric_limits<std::size_t>::max() / 2 / elemSize / blocks)
+    throw OptionError(fmt::format(
+        "rank {}: {}: count {} of {} is too large: the buffer of {} x {} elements overflows the "
+        "address space",
+        rank_, name, call.count, runtime::dataTypeName(call.type), blocks, call.count));
+  if (call.count > 0) {
+    const bool needSend = call.kind != CollectiveKind::broadcast || rank_ == call.root;
+    const bool needRecv = call.kind != CollectiveKind::reduce || rank_ == call.root;
+    if (needSend && call.sendbuf == nullptr)
+      throw OptionError(
+          fmt::format("rank {}: {}: sendbuf is null but count is {}; pass the input "
+                      "buffer",
+                      rank_, name, call.count));
+    if (needRecv && call.recvbuf == nullptr)
+      throw OptionError(
+          fmt::format("rank {}: {}: recvbuf is null but count is {}; pass the output buffer", rank_,
+                      name, call.count));
+  }
+  requireHealthy(name);
+
+  PreparedCollective p;
+  p.call = call;
+  if (!reduces(call.kind)) p.call.op = ReduceOp::sum;
+  if (!rooted(call.kind)) p.call.root = 0;
+  p.request.collective = call.kind;
+  p.request.nranks = size_;
+  p.request.root = p.call.root;
+  p.request.inPlace = isInPlace(call, rank_);
+  p.request.count = call.count;
+  p.request.bytes = call.count * elemSize * blocks;
+  p.request.type = call.type;
+  p.plan = plans_->select(p.request);
+  CHORUS_INTERNAL_ASSERT(p.plan.algorithm != nullptr, "plan provider returned no algorithm");
+  const ir::Algorithm& a = *p.plan.algorithm;
+  if (a.nranks != size_ || a.collective != call.kind ||
+      (rooted(call.kind) && a.root != p.call.root))
+    throw OptionError(fmt::format(
+        "rank {}: {}: the selected plan '{}' ({}) is a {} for {} ranks{}, not a {} for {} "
+        "ranks{}; fix the plan file or the CHORUS_ALGO override",
+        rank_, name, p.plan.name, p.plan.source, ir::collectiveName(a.collective), a.nranks,
+        rooted(a.collective) ? fmt::format(" with root {}", a.root) : std::string(), name, size_,
+        rooted(call.kind) ? fmt::format(" with root {}", p.call.root) : std::string()));
+  return p;
+}
+
+void Communicator::Impl::run(const api::PreparedCollective& prepared) {
+  requireHealthy(ir::collectiveName(prepared.call.kind));
+  const std::uint64_t sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(stateMutex_);
+    lastPlan_ = {prepared.plan.name, prepared.plan.source};
+  }
+  try {
+    execute(prepared, sequence);
+  } catch (const TimeoutError& e) {
+    // Name the peers that are not running this call: usually the one that never came.
+    std::string message = e.what();
+    const std::string mine = describeCall(prepared, sequence);
+    int named = 0;
+    for (int peer = 0; peer < size_ && named < kMaxPeersNamed; ++peer) {
+      if (peer == rank_) continue;
+      const std::string theirs = connections().peerCall(peer);
+      if (theirs == mine) continue;
+      message += fmt::format("{} rank {} is running {}", named++ == 0 ? ". Meanwhile" : ";", peer,
+                             theirs.empty() ? "nothing yet" : theirs);
+    }
+    TimeoutError error(message);
+    recordFailure(error);
+    throw error;
+  } catch (const CommError& e) {
+    // Peers' messages name their call; add this rank's so both sides of a mismatch show.
+    CommError error(
+        fmt::format("{}. This rank was running {}", e.what(), describeCall(prepared, sequence)));
+    recordFailure(error);
+    throw error;
+  } catch (const std::exception& e) {
+    recordFailure(e);
+    throw;
+  }
+}
+
+void Communicator::Impl::execute(const api::PreparedCollective& p, std::uint64_t sequence) {
+  const CollectiveCall& c = p.call;
+  const std::string label = fmt::format("{} #{}", ir::collectiveName(c.kind), sequence);
+  const std::string description = describeCall(p, sequence);
+  connections().publishCall(description);
+  if (logEnabled(LogLevel::trace))
+    logLine(LogLevel::trace, fmt::format("rank {}: {} from {}", rank_, description, p.plan.source));
+
+  runtime::CollectiveArgs args{c.sendbuf, c.recvbuf, c.count, c.type, c.op};
+  const std::size_t elemSize = runtime::dataTypeSize(c.type);
+  const ir::Algorithm& a = *p.plan.algorithm;
+  // NCCL ignores the non-root input of Broadcast and output of Reduce; a plan may still use
+  // them as staging space, so null ones get a private buffer.
+  if (args.input == nullptr && c.count > 0)
+    args.input = spareBuffer(runtime::inputElements(a, rank_, c.count) * elemSize);
+  else if (args.output == nullptr && c.count > 0)
+    args.output = spareBuffer(runtime::outputElements(a, rank_, c.count) * elemSize);
+
+  runtime::ExecOptions options;
+  options.timeout = config_.timeout;
+  options.collectiveLabel = label.c_str();
+  options.callTag = tagOf(p, sequence);
+  options.workspace = &workspace_;
+  runtime::executeRank(a, rank_, args, connections(), options);
+}
+
+void* Communicator::Impl::spareBuffer(std::size_t bytes) {
+  if (spare_.size() < bytes) spare_.resize(bytes);
+  return spare_.data();
+}
+
+void Communicator::Impl::requireHealthy(std::string_view call) {
+  std::string failure;
+  {
+    std::lock_guard lock(stateMutex_);
+    failure = failure_;
+  }
+  if (!failure.empty())
+    throw CommError(fmt::format(
+        "rank {}: {}: communicator failed earlier ({}); destroy it and create a new one", rank_,
+        call, failure));
+  const std::string reason = connections().abortReason();
+  if (reason.empty()) return;
+  {
+    std::lock_guard lock(stateMutex_);
+    if (failure_.empty()) {
+      failure_ = reason;
+      origin_ = api::FailureOrigin::remote;
+    }
+  }
+  throw CommError(
+      fmt::format("rank {}: {}: communicator failed: {}; destroy it and create a new one", rank_,
+                  call, reason));
+}
+
+std::string Communicator::Impl::recordFailure(const std::exception& error) {
+  const std::string message = error.what();
+  const std::string groupReason = connections().abortReason();
+  api::FailureOrigin origin = api::FailureOrigin::remote;
+  if (groupReason.empty()) {
+    origin = api::FailureOrigin::system;
+    connections().abort(message);
+  } else if (message.starts_with(groupReason)) {
+    origin = api::FailureOrigin::local;
+  }
+  std::lock_guard lock(stateMutex_);
+  if (failure_.empty()) {
+    failure_ = message;
+    origin_ = origin;
+  }
+  return message;
+}
+
+void Communicator::Impl::abort(std::string_view reason) {
+  const std::string message = fmt::format("rank {} aborted the communicator: {}", rank_, reason);
+  connections().abort(message);
+  std::lock_guard lock(stateMutex_);
+  if (failure_.empty()) {
+    failure_ = message;
+    origin_ = api::FailureOrigin::local;
+  }
+}
+
+std::string Communicator::Impl::asyncError() const {
+  {
+    std::lock_guard lock(stateMutex_);
+    if (!failure_.empty()) return failure_;
+  }
+  return transport_.connections->abortReason();
+}
+
+bool Communicator::Impl::failed() const {
+  return !asyncError().empty();
+}
+
+bool Communicator::Impl::failureReported() const {
+  std::lock_guard lock(stateMutex_);
+  return !failure_.empty();
+}
+
+api::FailureOrigin Communicator::Impl::failureOrigin() const {
+  {
+    std::lock_guard lock(stateMutex_);
+    if (origin_ != api::FailureOrigin::none) return origin_;
+  }
+  return transport_.connections->abortReason().empty() ? api::FailureOrigin::none
+                                                       : api::FailureOrigin::remote;
+}
+
+PlanInfo Communicator::Impl::lastPlan() const {
+  std::lock_guard lock(stateMutex_);
+  return lastPlan_;
+}
+
+}  // namespace chorus

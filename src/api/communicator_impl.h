@@ -1,0 +1,140 @@
+// The communicator's internals (api layer): rank, size, connections, plan provider, workspace,
+// sequence numbers and failed state, and the collective and point-to-point call paths shared by
+// the public class (communicator.cpp), groups (group.cpp) and the C ABI (c_api.cpp).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "api/comm_config.h"
+#include "chorus/chorus.h"
+#include "runtime/interpreter.h"
+#include "runtime/plan_provider.h"
+#include "transport/connections.h"
+#include "transport/store.h"
+
+namespace chorus::api {
+
+// One collective call as the user made it.
+struct CollectiveCall {
+  ir::CollectiveKind kind = ir::CollectiveKind::allreduce;
+  const void* sendbuf = nullptr;
+  void* recvbuf = nullptr;
+  std::size_t count = 0;
+  DataType type = DataType::float32;
+  ReduceOp op = ReduceOp::sum;
+  int root = 0;
+};
+
+// A checked call with its plan, ready to run (queued as is inside a group).
+struct PreparedCollective {
+  CollectiveCall call;
+  runtime::PlanRequest request;
+  runtime::Plan plan;
+};
+
+// One send or receive.
+struct P2pCall {
+  bool isSend = true;
+  const void* sendbuf = nullptr;  // isSend
+  void* recvbuf = nullptr;        // !isSend
+  std::size_t count = 0;
+  DataType type = DataType::float32;
+  int peer = 0;
+};
+
+// Who caused a communicator's failure, for the C ABI's result codes.
+enum class FailureOrigin {
+  none,
+  local,   // this rank noticed it first and failed the group (mismatch, timeout, abort())
+  remote,  // another rank failed or aborted the group first
+  system,  // a transport or system call failed here before any rank failed the group
+};
+
+// What a communicator runs on: its connections and whatever keeps them alive.
+struct TransportHandle {
+  std::shared_ptr<void> owner;  // the ThreadGroup or the shm ConnectionSet (shared by ranks)
+  transport::ConnectionSet* connections = nullptr;
+  std::shared_ptr<transport::Store> store;  // kept for the communicator's lifetime; may be null
+};
+
+}  // namespace chorus::api
+
+namespace chorus {
+
+// Thread-safety: one thread at a time issues calls; abort(), asyncError(), sequence() and
+// lastPlan() may be called from any thread.
+struct Communicator::Impl {
+  Impl(int rank, int size, api::TransportHandle transport,
+       std::shared_ptr<runtime::PlanProvider> plans, api::ResolvedConfig config);
+  ~Impl();
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  // The Impl behind `comm`; throws OptionError if it was moved from.
+  static Impl& of(const Communicator& comm);
+  static Communicator wrap(std::unique_ptr<Impl> impl);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const api::ResolvedConfig& config() const { return config_; }
+
+  // Checks the arguments (OptionError) and that the communicator is healthy (CommError), then
+  // selects the plan. Touches no peer, so a failure here leaves the communicator usable.
+  api::PreparedCollective prepare(const api::CollectiveCall& call);
+  // Runs a prepared call: takes the next sequence number, publishes the call and executes the
+  // plan. Any failure fails the communicator and its group, then is rethrown.
+  void run(const api::PreparedCollective& prepared);
+
+  // Checks one send/recv's arguments (OptionError) without touching peers.
+  void checkP2p(const api::P2pCall& call) const;
+  // Runs sends and receives together until all are done (see p2p.cpp). Failures as run().
+  void runP2p(std::span<const api::P2pCall> calls);
+
+  // Throws CommError if this communicator or its group has failed; `call` ("allreduce",
+  // "send") names what was about to run.
+  void requireHealthy(std::string_view call);
+  void abort(std::string_view reason);
+  std::string asyncError() const;
+  // True if this communicator or its group has failed.
+  bool failed() const;
+  // True once a call of this rank has failed or reported the group's failure (abort() too).
+  bool failureReported() const;
+  api::FailureOrigin failureOrigin() const;
+  std::uint64_t sequence() const { return sequence_.load(std::memory_order_relaxed); }
+  PlanInfo lastPlan() const;
+
+  // Fails the communicator and its group with `error`'s message (first failure wins) and
+  // records who caused it. Returns the message.
+  std::string recordFailure(const std::exception& error);
+
+  transport::ConnectionSet& connections() { return *transport_.connections; }
+
+ private:
+  void execute(const api::PreparedCollective& prepared, std::uint64_t sequence);
+  void* spareBuffer(std::size_t bytes);
+
+  const int rank_;
+  const int size_;
+  api::TransportHandle transport_;
+  std::shared_ptr<runtime::PlanProvider> plans_;
+  const api::ResolvedConfig config_;
+  runtime::Workspace workspace_;
+  std::vector<std::uint8_t> spare_;  // stands in for buffers NCCL ignores (non-root sides)
+  std::atomic<std::uint64_t> sequence_{0};
+  std::vector<std::uint64_t> sendSequence_;  // per peer: messages sent to it so far
+  std::vector<std::uint64_t> recvSequence_;  // per peer: messages received from it so far
+
+  mutable std::mutex stateMutex_;  // guards the members below
+  std::string failure_;
+  api::FailureOrigin origin_ = api::FailureOrigin::none;
+  PlanInfo lastPlan_;
+};
+
+}  // namespace chorus

@@ -1,0 +1,209 @@
+// Communicators whose ranks are processes on this host (shm transport): initRank with a unique
+// id, initFromEnvironment with `chorus launch` variables, two communicators from one id, a
+// peer that exits, and initAll over shm. Ranks are forked children of a single-threaded test
+// process; each reports through its exit status.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api_test_util.h"
+
+namespace chorus {
+namespace {
+
+using apitest::Buffer;
+using namespace std::chrono_literals;
+
+int threadCount() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (const dirent* e = ::readdir(d))
+      n += e->d_name[0] != '.';
+    ::closedir(d);
+  }
+  return n;
+}
+
+// Child exit codes.
+constexpr int kOk = 0;
+constexpr int kWrong = 1;
+constexpr int kThrew = 2;
+
+// Runs body(rank, idHex) in `n` forked children and returns their exit codes (-1: killed after
+// `limit`). Child 0 makes the unique id after the fork (so its server thread lives only there)
+// and passes its hex to the others through pipes.
+std::vector<int> runRanks(int n, const std::function<int(int, const std::string&)>& body,
+                          std::chrono::seconds limit = 60s) {
+  std::vector<std::array<int, 2>> pipes(static_cast<std::size_t>(n));
+  for (auto& p : pipes)
+    EXPECT_EQ(::pipe(p.data()), 0);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int code = kThrew;
+      try {
+        std::string hex(256, '\0');
+        if (r == 0) {
+          hex = uniqueIdToHex(getUniqueId());
+          for (int q = 1; q < n; ++q)
+            if (::write(pipes[q][1], hex.data(), hex.size()) != static_cast<ssize_t>(hex.size()))
+              ::_exit(kThrew);
+        } else if (::read(pipes[r][0], hex.data(), hex.size()) !=
+                   static_cast<ssize_t>(hex.size())) {
+          ::_exit(kThrew);
+        }
+        code = body(r, hex);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d threw: %s\n", r, e.what());
+      }
+      std::fflush(stderr);
+      ::_exit(code);
+    }
+    pids.push_back(pid);
+  }
+  for (auto& p : pipes) {
+    ::close(p[0]);
+    ::close(p[1]);
+  }
+  std::vector<int> codes(static_cast<std::size_t>(n), -1);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (int r = 0; r < n; ++r) {
+    int status = 0;
+    while (::waitpid(pids[r], &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pids[r], SIGKILL);
+        ::waitpid(pids[r], &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    if (WIFEXITED(status)) codes[r] = WEXITSTATUS(status);
+  }
+  return codes;
+}
+
+#define REQUIRE_SINGLE_THREADED()                                                            \
+  if (threadCount() > 1)                                                                     \
+  GTEST_SKIP() << "fork needs a single-threaded test process; run this test on its own (as " \
+                  "ctest does)"
+
+// AllReduce of `count` float32 values (rank + i % 13) on `comm`; true if every element is exact.
+bool allReduceIsExact(Communicator& comm, std::size_t count) {
+  const int n = comm.size();
+  Buffer data(DataType::float32, count);
+  for (std::size_t i = 0; i < count; ++i)
+    data.set(i, comm.rank() + static_cast<long>(i % 13));
+  comm.allReduce(data.data(), data.data(), count, DataType::float32, ReduceOp::sum);
+  for (std::size_t i = 0; i < count; ++i)
+    if (!data.holds(i, n * (n - 1) / 2 + n * static_cast<long>(i % 13))) {
+      std::fprintf(stderr, "rank %d: element %zu is wrong\n", comm.rank(), i);
+      return false;
+    }
+  return true;
+}
+
+TEST(MultiprocessTest, AllReduceOverShmWithInitRank) {
+  REQUIRE_SINGLE_THREADED();
+  const auto codes = runRanks(3, [](int rank, const std::string& hex) {
+    Communicator comm =
+        Communicator::initRank(3, uniqueIdFromHex(hex), rank, apitest::testConfig());
+    if (comm.rank() != rank || comm.size() != 3) return kWrong;
+    for (std::size_t count : {std::size_t{1}, std::size_t{1001}, std::size_t{100'000}})
+      if (!allReduceIsExact(comm, count)) return kWrong;
+    // The rank before and after exchange through send/recv.
+    Buffer out(DataType::int32, 10), in(DataType::int32, 10);
+    for (std::size_t i = 0; i < 10; ++i)
+      out.set(i, rank * 100 + static_cast<long>(i));
+    groupStart();
+    comm.send(out.data(), 10, DataType::int32, (rank + 1) % 3);
+    comm.recv(in.data(), 10, DataType::int32, (rank + 2) % 3);
+    groupEnd();
+    return in.holds(9, ((rank + 2) % 3) * 100 + 9) ? kOk : kWrong;
+  });
+  EXPECT_EQ(codes, std::vector<int>(3, kOk));
+}
+
+TEST(MultiprocessTest, TwoCommunicatorsFromOneIdDoNotClash) {
+  REQUIRE_SINGLE_THREADED();
+  const auto codes = runRanks(2, [](int rank, const std::string& hex) {
+    const UniqueId id = uniqueIdFromHex(hex);
+    Communicator first = Communicator::initRank(2, id, rank, apitest::testConfig());
+    Communicator second = Communicator::initRank(2, id, rank, apitest::testConfig());
+    const bool ok = allReduceIsExact(second, 500) && allReduceIsExact(first, 700) &&
+                    allReduceIsExact(second, 3);
+    return ok ? kOk : kWrong;
+  });
+  EXPECT_EQ(codes, std::vector<int>(2, kOk));
+}
+
+TEST(MultiprocessTest, APeerThatExitsFailsTheOthersWithCommError) {
+  REQUIRE_SINGLE_THREADED();
+  const auto codes = runRanks(2, [](int rank, const std::string& hex) {
+    Communicator comm =
+        Communicator::initRank(2, uniqueIdFromHex(hex), rank, apitest::testConfig(60s));
+    if (rank == 1) ::_exit(kOk);  // dies without calling
+    Buffer data(DataType::float32, 64);
+    try {
+      comm.allReduce(data.data(), data.data(), 64, DataType::float32, ReduceOp::sum);
+    } catch (const CommError& e) {
+      std::fprintf(stderr, "rank 0 (expected): %s\n", e.what());
+      return std::string(e.what()).find("allreduce") != std::string::npos ? kOk : kWrong;
+    }
+    return kWrong;
+  });
+  EXPECT_EQ(codes, std::vector<int>(2, kOk));
+}
+
+TEST(MultiprocessTest, InitFromEnvironmentWithChorusLaunchVariables) {
+  REQUIRE_SINGLE_THREADED();
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("chorus-api-env-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto codes = runRanks(2, [&](int rank, const std::string&) {
+    ::setenv("CHORUS_RANK", std::to_string(rank).c_str(), 1);
+    ::setenv("CHORUS_WORLD_SIZE", "2", 1);
+    ::setenv("CHORUS_STORE", ("file://" + dir.string()).c_str(), 1);
+    ::setenv("CHORUS_TIMEOUT", "30", 1);
+    Communicator comm = Communicator::initFromEnvironment();
+    if (comm.rank() != rank || comm.size() != 2) return kWrong;
+    return allReduceIsExact(comm, 4097) ? kOk : kWrong;
+  });
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(codes, std::vector<int>(2, kOk));
+}
+
+TEST(MultiprocessTest, InitFromEnvironmentWithoutALauncherNamesTheVariables) {
+  for (const char* name : {"CHORUS_RANK", "CHORUS_WORLD_SIZE", "CHORUS_STORE",
+                           "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "RANK", "WORLD_SIZE"})
+    ::unsetenv(name);
+  const std::string message =
+      apitest::messageOf<OptionError>([] { Communicator::initFromEnvironment(); });
+  EXPECT_NE(message.find("CHORUS_RANK"), std::string::npos) << message;
+}
+
+TEST(MultiprocessTest, InitAllOverShmSegments) {
+  CommConfig config = apitest::testConfig();
+  config.transport = "shm";
+  config.slotBytes = 8192;
+  auto comms = Communicator::initAll(3, config);
+  std::vector<std::string> failures(3);
+  apitest::onThreads(3, [&](int r) {
+    if (!allReduceIsExact(comms[r], 30'000)) failures[r] = "wrong result";
+  });
+  EXPECT_EQ(failures, std::vector<std::string>(3));
+}
+
+}  // namespace
+}  // namespace chorus
