@@ -145,15 +145,20 @@ class RankExecutor {
     mem_.base[bufferSlot(ir::BufferKind::scratch)] = scratch.data();
   }
 
-  // An in-place plan called with separate buffers: when the input lives inside the output
-  // (AllReduce, AllGather, Broadcast...), one copy of the input to its place in the output makes
-  // the call in place, which is cheaper than staging both buffers. False when that cannot work
-  // (e.g. ReduceScatter, whose output lives inside the input).
+  // An in-place plan called with separate buffers: when the whole input can live inside the
+  // user's output (AllReduce, AllGather, Broadcast...), one copy of the input to its place in
+  // the output makes the call in place, which is cheaper than staging both buffers. False when
+  // that cannot work (e.g. ReduceScatter, whose output is a part of the input).
   bool moveInputHome(std::uint8_t*& userIn, std::size_t inBytes, std::uint8_t* userOut,
                      std::size_t outBytes) {
-    const auto c = collective_->canonical(rank_, {ir::BufferKind::input, 0});
-    if (c.buffer != ir::BufferKind::output) return false;
-    std::uint8_t* home = userOut + c.index * mem_.chunkElems * mem_.elemSize;
+    std::size_t offset = 0;  // where the input starts inside the output, in chunks
+    const auto in = collective_->canonical(rank_, {ir::BufferKind::input, 0});
+    const auto out = collective_->canonical(rank_, {ir::BufferKind::output, 0});
+    if (in.buffer == ir::BufferKind::output)
+      offset = in.index;  // input inside output
+    else if (out.buffer != ir::BufferKind::input || out.index != 0)
+      return false;  // same base
+    std::uint8_t* home = userOut + offset * mem_.chunkElems * mem_.elemSize;
     if (home + inBytes > userOut + outBytes) return false;
     std::memmove(home, userIn, inBytes);
     userIn = home;
