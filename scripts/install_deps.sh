@@ -8,6 +8,7 @@ packages=(
   libfmt-dev libpugixml-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
+  openmpi-bin libopenmpi-dev libgloo-dev
 )
 
 missing=()

@@ -28,6 +28,8 @@ Command addAlgorithmsCommand(CLI::App& app);
 Command addCompileCommand(CLI::App& app);
 Command addVerifyCommand(CLI::App& app);
 Command addRunCommand(CLI::App& app);
+Command addLaunchCommand(CLI::App& app);
+Command addBenchCommand(CLI::App& app);
 
 // Prints "chorus: error: <message>" to stderr.
 void printError(std::string_view message);

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of chorus, Open MPI and Gloo in one invocation (same machine state).
+#
+# Usage:
+#   bench/peers/compare.sh COLL --ranks N [-b MIN] [-e MAX] [-f FACTOR] [--transport shm|thread]
+#                          [--build DIR] [--out DIR] [-- EXTRA BENCH OPTIONS...]
+#
+#   COLL         allreduce, allgather, reducescatter, alltoall, broadcast or reduce
+#   --ranks N    ranks for all three libraries (default 2)
+#   -b -e -f     size sweep, nccl-tests style (default 8, 64M, 4)
+#   --transport  chorus transport (default shm: processes, like the peers)
+#   --build DIR  build directory with chorus, bench/bench_mpi, bench/bench_gloo, bench/bench_compare
+#                (default: $CHORUS_BUILD_DIR, else <repo>/build)
+#   --out DIR    where chorus.json, openmpi.json, gloo.json and compare.svg go (default: a new
+#                temporary directory)
+#   after --     passed to all three benchmarks, e.g. -- --budget 0.05 --op max --no-inplace
+#
+# Example (quick smoke run):
+#   bench/peers/compare.sh allreduce --ranks 2 -b 8 -e 1M -f 16 -- --budget 0.05
+#
+# Open MPI runs with shared memory: mpirun --oversubscribe -n N --mca pml ob1 --mca btl self,vader.
+# Gloo runs N forked processes over tcp on 127.0.0.1. A peer whose binary was not built (CMake did
+# not find MPI or Gloo; scripts/install_deps.sh installs both) is skipped with a message.
+# Compare libraries within one run: this machine's memory bandwidth drifts between runs
+# (docs: ../shared/reference/peer-bench.md "Noise").
+set -euo pipefail
+
+usage() {
+  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+}
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${CHORUS_BUILD_DIR:-$repo/build}"
+out=""
+coll=""
+ranks=2
+min=8
+max=64M
+factor=4
+transport=shm
+extra=()
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ranks | -n) ranks="$2"; shift 2 ;;
+    -b | --minbytes) min="$2"; shift 2 ;;
+    -e | --maxbytes) max="$2"; shift 2 ;;
+    -f | --stepfactor) factor="$2"; shift 2 ;;
+    --transport) transport="$2"; shift 2 ;;
+    --build) build="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    -h | --help) usage ;;
+    --) shift; extra=("$@"); break ;;
+    -*) echo "compare.sh: unknown option '$1' (options for the benchmarks go after --)" >&2; exit 2 ;;
+    *)
+      if [ -n "$coll" ]; then echo "compare.sh: give one collective, not '$coll' and '$1'" >&2; exit 2; fi
+      coll="$1"; shift ;;
+  esac
+done
+[ -n "$coll" ] || usage
+if [ ! -x "$build/chorus" ]; then
+  echo "compare.sh: $build/chorus not found; build it (ninja -C $build chorus) or pass --build DIR" >&2
+  exit 2
+fi
+if [ -z "$out" ]; then out="$(mktemp -d "${TMPDIR:-/tmp}/chorus-compare.XXXXXX")"; fi
+mkdir -p "$out"
+
+sweep=(-b "$min" -e "$max" -f "$factor")
+files=()
+
+echo "== chorus ($transport, $ranks ranks)"
+"$build/chorus" bench "$coll" --ranks "$ranks" --transport "$transport" "${sweep[@]}" \
+  --json "$out/chorus.json" "${extra[@]}"
+files+=("$out/chorus.json")
+
+echo
+if [ ! -x "$build/bench/bench_mpi" ]; then
+  echo "== openmpi: skipped ($build/bench/bench_mpi was not built: CMake found no MPI)"
+else
+  mpirun_bin="$(command -v mpirun.openmpi || command -v mpirun || true)"
+  if [ -z "$mpirun_bin" ]; then
+    echo "== openmpi: skipped (no mpirun on PATH; apt-get install openmpi-bin)"
+  else
+    echo "== openmpi (vader shared memory, $ranks ranks)"
+    "$mpirun_bin" --allow-run-as-root --oversubscribe -n "$ranks" --mca pml ob1 \
+      --mca btl self,vader "$build/bench/bench_mpi" "$coll" "${sweep[@]}" \
+      --json "$out/openmpi.json" "${extra[@]}"
+    files+=("$out/openmpi.json")
+  fi
+fi
+
+echo
+if [ ! -x "$build/bench/bench_gloo" ]; then
+  echo "== gloo: skipped ($build/bench/bench_gloo was not built: CMake found no Gloo)"
+else
+  echo "== gloo (tcp loopback, $ranks processes)"
+  "$build/bench/bench_gloo" "$coll" --ranks "$ranks" "${sweep[@]}" --json "$out/gloo.json" \
+    "${extra[@]}"
+  files+=("$out/gloo.json")
+fi
+
+echo
+echo "== comparison"
+"$build/bench/bench_compare" "${files[@]}" --plot "$out/compare.svg"
+echo
+echo "records and chart: $out/{chorus,openmpi,gloo}.json, $out/compare.svg"

@@ -1,0 +1,109 @@
+// End-to-end tests of `chorus bench` (path in CHORUS_CLI): every collective runs and checks
+// clean on both transports, --json/--plot write what they promise, usage mistakes exit 2.
+// Tiny sweeps with fixed iteration counts; never asserts a time.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "perf/record_json.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CommandResult {
+  int exitCode = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult runCli(const std::string& arguments) {
+  CommandResult result;
+  const std::string command = std::string("'") + CHORUS_CLI + "' " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::filesystem::path tempPath(const std::string& name) {
+  return std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_" + name);
+}
+
+constexpr const char* kQuick = "-b 8 -e 4K -f 8 --iters 3 --warmup 1";
+
+class BenchEveryCollective : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BenchEveryCollective, ChecksCleanOnThreadsAndProcesses) {
+  for (const char* transport : {"thread", "shm"}) {
+    const auto json = tempPath(GetParam() + transport + ".json");
+    const CommandResult bench = runCli("bench " + GetParam() + " --ranks 3 --root 2 --transport " +
+                                       transport + " " + kQuick + " --json " + json.string());
+    ASSERT_EQ(bench.exitCode, 0) << bench.output;
+    EXPECT_THAT(bench.output, HasSubstr("# Wrong elements       : 0 OK"));
+    EXPECT_THAT(bench.output, HasSubstr("busbw"));
+    const auto records = chorus::perf::readRecordsFile(json.string());
+    ASSERT_EQ(records.size(), 8u) << bench.output;  // 8, 64, 512, 4096 B x 2 variants
+    for (const auto& record : records) {
+      EXPECT_EQ(record.library, "chorus");
+      EXPECT_EQ(record.collective, GetParam());
+      EXPECT_EQ(record.ranks, 3);
+      EXPECT_EQ(record.transport, transport);
+      EXPECT_TRUE(record.supported) << record.note;
+      EXPECT_EQ(record.wrong, 0);
+      EXPECT_FALSE(record.algorithm.empty());
+      EXPECT_EQ(record.iterations, 3);
+    }
+    std::filesystem::remove(json);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Collectives, BenchEveryCollective,
+                         ::testing::Values("allreduce", "allgather", "reducescatter", "alltoall",
+                                           "broadcast", "reduce"));
+
+TEST(BenchCli, WritesAnSvgPlot) {
+  const auto svg = tempPath("plot.svg");
+  const CommandResult result = runCli(std::string("bench allreduce --ranks 2 ") + kQuick +
+                                      " --dtype bfloat16 --op max --plot " + svg.string());
+  ASSERT_EQ(result.exitCode, 0) << result.output;
+  std::ifstream in(svg);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("<svg"));
+  EXPECT_THAT(text.str(), HasSubstr("chorus out-of-place"));
+  EXPECT_THAT(text.str(), HasSubstr("</svg>"));
+  std::filesystem::remove(svg);
+}
+
+TEST(BenchCli, UsageMistakesExitTwoAndSayWhatToDo) {
+  CommandResult result = runCli("bench gather --ranks 2");
+  EXPECT_EQ(result.exitCode, 2);
+  EXPECT_THAT(result.output, HasSubstr("use allreduce, allgather"));
+  result = runCli("bench allreduce --ranks 2 -b 8 -e 1K -f 1");
+  EXPECT_EQ(result.exitCode, 2);
+  EXPECT_THAT(result.output, HasSubstr("factor of at least 2"));
+  result = runCli("bench allreduce --ranks 2 --transport carrier-pigeon");
+  EXPECT_EQ(result.exitCode, 2);
+  EXPECT_THAT(result.output, HasSubstr("use thread"));
+  result = runCli("bench broadcast --ranks 2 --root 5");
+  EXPECT_EQ(result.exitCode, 2);
+  EXPECT_THAT(result.output, HasSubstr("--root 5"));
+  result = runCli("bench allreduce --ranks 2 --algo no-such-algorithm -b 8 -e 8");
+  EXPECT_EQ(result.exitCode, 2);
+  EXPECT_THAT(result.output, HasSubstr("--algo no-such-algorithm"));
+}
+
+}  // namespace

@@ -1,0 +1,157 @@
+#include "bench_runner.h"
+
+#include <cstdint>
+#include <span>
+
+#include "perf/pattern.h"
+#include "runtime/datatype.h"
+#include "support/error.h"
+
+namespace chorus::cli {
+
+namespace {
+
+using perf::BenchCase;
+using perf::Collective;
+
+struct HalfCodec {
+  using Storage = std::uint16_t;
+  static double load(Storage bits) { return runtime::halfToFloat(bits); }
+  static Storage store(double value) { return runtime::floatToHalf(static_cast<float>(value)); }
+};
+
+struct Bfloat16Codec {
+  using Storage = std::uint16_t;
+  static double load(Storage bits) { return runtime::bfloat16ToFloat(bits); }
+  static Storage store(double value) { return runtime::floatToBfloat16(static_cast<float>(value)); }
+};
+
+// The perf pattern helpers for one element type, on raw bytes.
+struct ElementOps {
+  void (*fillInput)(std::byte* data, std::size_t count, ReduceOp op, int nranks, int rank, int seed,
+                    std::size_t firstIndex);
+  void (*fillSentinel)(std::byte* data, std::size_t count);
+  std::int64_t (*countWrong)(const std::byte* data, std::size_t count, const perf::DataCase& dc,
+                             int rank, int seed);
+};
+
+template <class Codec>
+ElementOps opsFor() {
+  using T = typename Codec::Storage;
+  return ElementOps{
+      [](std::byte* data, std::size_t count, ReduceOp op, int nranks, int rank, int seed,
+         std::size_t firstIndex) {
+        perf::fillInput<Codec>(std::span<T>(reinterpret_cast<T*>(data), count), op, nranks, rank,
+                               seed, firstIndex);
+      },
+      [](std::byte* data, std::size_t count) {
+        perf::fillSentinel<Codec>(std::span<T>(reinterpret_cast<T*>(data), count));
+      },
+      [](const std::byte* data, std::size_t count, const perf::DataCase& dc, int rank, int seed) {
+        return perf::countWrong<Codec>(std::span<const T>(reinterpret_cast<const T*>(data), count),
+                                       dc, rank, seed);
+      }};
+}
+
+ElementOps elementOps(DataType type) {
+  switch (type) {
+    case DataType::int8:
+      return opsFor<perf::ArithmeticCodec<std::int8_t>>();
+    case DataType::uint8:
+      return opsFor<perf::ArithmeticCodec<std::uint8_t>>();
+    case DataType::int32:
+      return opsFor<perf::ArithmeticCodec<std::int32_t>>();
+    case DataType::uint32:
+      return opsFor<perf::ArithmeticCodec<std::uint32_t>>();
+    case DataType::int64:
+      return opsFor<perf::ArithmeticCodec<std::int64_t>>();
+    case DataType::uint64:
+      return opsFor<perf::ArithmeticCodec<std::uint64_t>>();
+    case DataType::float16:
+      return opsFor<HalfCodec>();
+    case DataType::bfloat16:
+      return opsFor<Bfloat16Codec>();
+    case DataType::float32:
+      return opsFor<perf::ArithmeticCodec<float>>();
+    case DataType::float64:
+      return opsFor<perf::ArithmeticCodec<double>>();
+  }
+  CHORUS_INTERNAL_ASSERT(false, "DataType value out of range");
+}
+
+}  // namespace
+
+ChorusRunner::ChorusRunner(Communicator& comm, DataType type, std::size_t maxElements)
+    : comm_(comm),
+      type_(type),
+      elementSize_(runtime::dataTypeSize(type)),
+      send_(maxElements * elementSize_),
+      recv_(maxElements * elementSize_) {}
+
+void ChorusRunner::prepare(const BenchCase& c, int seed) {
+  const ElementOps ops = elementOps(type_);
+  const perf::CollectiveShape& shape = c.data.shape;
+  const int r = rank();
+  const int n = nranks();
+  ops.fillSentinel(recv_.data(), shape.recvCount);
+  if (!c.inplace) {
+    ops.fillInput(send_.data(), shape.sendCount, c.data.op, n, r, seed, 0);
+  } else if (c.data.collective == Collective::allgather) {
+    ops.fillInput(at(recv_, r * shape.count), shape.count, c.data.op, n, r, seed, 0);
+  } else if (c.data.collective != Collective::broadcast || r == c.data.root) {
+    ops.fillInput(recv_.data(), shape.sendCount, c.data.op, n, r, seed, 0);
+  }
+}
+
+void ChorusRunner::run(const BenchCase& c, std::int64_t iterations) {
+  const perf::CollectiveShape& shape = c.data.shape;
+  const int r = rank();
+  std::byte* recv = recv_.data();
+  const std::byte* send = c.inplace ? recv : send_.data();
+  const ReduceOp op = c.data.op;
+  for (std::int64_t i = 0; i < iterations; ++i) {
+    switch (c.data.collective) {
+      case Collective::allreduce:
+        comm_.allReduce(send, recv, shape.count, type_, op);
+        break;
+      case Collective::allgather:
+        comm_.allGather(c.inplace ? at(recv_, r * shape.count) : send, recv, shape.count, type_);
+        break;
+      case Collective::reducescatter:
+        comm_.reduceScatter(send, c.inplace ? at(recv_, r * shape.count) : recv, shape.count, type_,
+                            op);
+        break;
+      case Collective::alltoall:
+        comm_.allToAll(send, recv, shape.count, type_);
+        break;
+      case Collective::broadcast:
+        comm_.broadcast(send, recv, shape.count, type_, c.data.root);
+        break;
+      case Collective::reduce:
+        comm_.reduce(send, recv, shape.count, type_, op, c.data.root);
+        break;
+    }
+  }
+  lastAlgorithm_ = comm_.lastPlan().algorithm;
+}
+
+std::int64_t ChorusRunner::countWrong(const BenchCase& c, int seed) {
+  const perf::CollectiveShape& shape = c.data.shape;
+  const bool shifted = c.inplace && c.data.collective == Collective::reducescatter;
+  const std::byte* output = shifted ? at(recv_, rank() * shape.count) : recv_.data();
+  return elementOps(type_).countWrong(output, shape.recvCount, c.data, rank(), seed);
+}
+
+void ChorusRunner::allReduceMax(std::span<double> values) {
+  comm_.allReduce(values.data(), values.data(), values.size(), DataType::float64, ReduceOp::max);
+}
+
+void ChorusRunner::allReduceSum(std::span<double> values) {
+  comm_.allReduce(values.data(), values.data(), values.size(), DataType::float64, ReduceOp::sum);
+}
+
+std::string ChorusRunner::algorithmName(const BenchCase& /*benchCase*/) {
+  return lastAlgorithm_;
+}
+
+}  // namespace chorus::cli

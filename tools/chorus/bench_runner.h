@@ -1,0 +1,45 @@
+// The chorus side of `chorus bench`: a perf::RankRunner over one rank's chorus::Communicator,
+// with integer-valued data of any chorus data type (CLI tool).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "chorus/chorus.h"
+#include "perf/aligned_buffer.h"
+#include "perf/bench_driver.h"
+
+namespace chorus::cli {
+
+// Buffers follow NCCL's in-place conventions (chorus.h): in place, AllGather's input is this
+// rank's block of recv_, ReduceScatter's output is this rank's block of its input in recv_.
+// The communicator must outlive the runner.
+class ChorusRunner final : public perf::RankRunner {
+ public:
+  // `maxElements`: the largest input or output buffer of the sweep, in elements of `type`.
+  ChorusRunner(Communicator& comm, DataType type, std::size_t maxElements);
+
+  int rank() const override { return comm_.rank(); }
+  int nranks() const override { return comm_.size(); }
+  void prepare(const perf::BenchCase& benchCase, int seed) override;
+  void run(const perf::BenchCase& benchCase, std::int64_t iterations) override;
+  std::int64_t countWrong(const perf::BenchCase& benchCase, int seed) override;
+  void allReduceMax(std::span<double> values) override;
+  void allReduceSum(std::span<double> values) override;
+  // The plan of the last run() (lastPlan() right after it, before any helper call).
+  std::string algorithmName(const perf::BenchCase& benchCase) override;
+
+ private:
+  std::byte* at(perf::AlignedBuffer& buffer, std::size_t element) {
+    return buffer.data() + element * elementSize_;
+  }
+
+  Communicator& comm_;
+  DataType type_;
+  std::size_t elementSize_;
+  perf::AlignedBuffer send_;
+  perf::AlignedBuffer recv_;
+  std::string lastAlgorithm_;
+};
+
+}  // namespace chorus::cli
