@@ -1,5 +1,6 @@
 #include "api/communicator_impl.h"
 
+#include <charconv>
 #include <limits>
 
 #include <fmt/format.h>
@@ -19,6 +20,7 @@ using api::PreparedCollective;
 using ir::CollectiveKind;
 
 constexpr int kMaxPeersNamed = 8;
+constexpr std::size_t kMaxCallShapes = 256;
 
 bool reduces(CollectiveKind kind) {
   return kind == CollectiveKind::allreduce || kind == CollectiveKind::reducescatter ||
@@ -62,28 +64,42 @@ bool isInPlace(const CollectiveCall& c, int rank) {
 }
 
 std::string describeCall(const PreparedCollective& p, std::uint64_t sequence) {
-  const CollectiveCall& c = p.call;
-  std::string text = fmt::format("{} #{} (count {} {}", ir::collectiveName(c.kind), sequence,
-                                 c.count, runtime::dataTypeName(c.type));
-  if (reduces(c.kind)) text += fmt::format(" {}", runtime::reduceOpName(c.op));
-  if (rooted(c.kind)) text += fmt::format(" root {}", c.root);
-  if (p.request.inPlace) text += " in place";
-  return text + fmt::format(", plan {})", p.plan.name);
+  const api::CallShape& shape = *p.shape;
+  std::string text;
+  text.reserve(shape.name.size() + shape.details.size() + 24);
+  text += shape.name;
+  text += " #";
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof(digits), sequence).ptr;
+  text.append(digits, end);
+  text += ' ';
+  text += shape.details;
+  return text;
 }
 
-std::uint64_t tagOf(const PreparedCollective& p, std::uint64_t sequence) {
-  const CollectiveCall& c = p.call;
+std::string describeShape(const CollectiveCall& c, bool inPlace, const runtime::Plan& plan) {
+  std::string text = fmt::format("(count {} {}", c.count, runtime::dataTypeName(c.type));
+  if (reduces(c.kind)) text += fmt::format(" {}", runtime::reduceOpName(c.op));
+  if (rooted(c.kind)) text += fmt::format(" root {}", c.root);
+  if (inPlace) text += " in place";
+  return text + fmt::format(", plan {})", plan.name);
+}
+
+std::uint64_t tagBaseOf(const CollectiveCall& c, const runtime::Plan& plan) {
   return api::CallTag()
       .add("collective")
-      .add(sequence)
       .add(static_cast<std::uint64_t>(c.kind))
       .add(c.count)
       .add(static_cast<std::uint64_t>(c.type))
       .add(static_cast<std::uint64_t>(c.op))
       .add(static_cast<std::uint64_t>(c.root))
-      .add(p.plan.name)
-      .add(p.plan.algorithm->inPlace ? 1 : 0)
+      .add(plan.name)
+      .add(plan.algorithm->inPlace ? 1 : 0)
       .value();
+}
+
+std::uint64_t tagOf(const PreparedCollective& p, std::uint64_t sequence) {
+  return api::CallTag().add(p.shape->tagBase).add(sequence).value();
 }
 
 }  // namespace
@@ -171,17 +187,35 @@ api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& c
   p.request.count = call.count;
   p.request.bytes = call.count * elemSize * blocks;
   p.request.type = call.type;
-  p.plan = plans_->select(p.request);
-  CHORUS_INTERNAL_ASSERT(p.plan.algorithm != nullptr, "plan provider returned no algorithm");
-  const ir::Algorithm& a = *p.plan.algorithm;
+  const auto key =
+      std::make_tuple(static_cast<int>(call.kind), p.request.inPlace, call.count,
+                      static_cast<int>(call.type), static_cast<int>(p.call.op), p.call.root);
+  {
+    std::lock_guard lock(stateMutex_);
+    if (auto found = shapes_.find(key); found != shapes_.end()) {
+      p.shape = found->second;
+      return p;
+    }
+  }
+  auto shape = std::make_shared<api::CallShape>();
+  shape->plan = plans_->select(p.request);
+  CHORUS_INTERNAL_ASSERT(shape->plan.algorithm != nullptr, "plan provider returned no algorithm");
+  const ir::Algorithm& a = *shape->plan.algorithm;
   if (a.nranks != size_ || a.collective != call.kind ||
       (rooted(call.kind) && a.root != p.call.root))
     throw OptionError(fmt::format(
         "rank {}: {}: the selected plan '{}' ({}) is a {} for {} ranks{}, not a {} for {} "
         "ranks{}; fix the plan file or the CHORUS_ALGO override",
-        rank_, name, p.plan.name, p.plan.source, ir::collectiveName(a.collective), a.nranks,
-        rooted(a.collective) ? fmt::format(" with root {}", a.root) : std::string(), name, size_,
-        rooted(call.kind) ? fmt::format(" with root {}", p.call.root) : std::string()));
+        rank_, name, shape->plan.name, shape->plan.source, ir::collectiveName(a.collective),
+        a.nranks, rooted(a.collective) ? fmt::format(" with root {}", a.root) : std::string(), name,
+        size_, rooted(call.kind) ? fmt::format(" with root {}", p.call.root) : std::string()));
+  shape->name = std::string(name);
+  shape->details = describeShape(p.call, p.request.inPlace, shape->plan);
+  shape->tagBase = tagBaseOf(p.call, shape->plan);
+  p.shape = shape;
+  std::lock_guard lock(stateMutex_);
+  if (shapes_.size() >= kMaxCallShapes) shapes_.clear();
+  shapes_.emplace(key, std::move(shape));
   return p;
 }
 
@@ -190,7 +224,10 @@ void Communicator::Impl::run(const api::PreparedCollective& prepared) {
   const std::uint64_t sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(stateMutex_);
-    lastPlan_ = {prepared.plan.name, prepared.plan.source};
+    if (lastShape_ != prepared.shape) {
+      lastPlan_ = {prepared.plan().name, prepared.plan().source};
+      lastShape_ = prepared.shape;
+    }
   }
   try {
     execute(prepared, sequence);
@@ -223,15 +260,17 @@ void Communicator::Impl::run(const api::PreparedCollective& prepared) {
 
 void Communicator::Impl::execute(const api::PreparedCollective& p, std::uint64_t sequence) {
   const CollectiveCall& c = p.call;
-  const std::string label = fmt::format("{} #{}", ir::collectiveName(c.kind), sequence);
   const std::string description = describeCall(p, sequence);
+  // The label ("allreduce #12") is the description up to its details.
+  const std::string label = description.substr(0, description.size() - p.shape->details.size() - 1);
   connections().publishCall(description);
   if (logEnabled(LogLevel::trace))
-    logLine(LogLevel::trace, fmt::format("rank {}: {} from {}", rank_, description, p.plan.source));
+    logLine(LogLevel::trace,
+            fmt::format("rank {}: {} from {}", rank_, description, p.plan().source));
 
   runtime::CollectiveArgs args{c.sendbuf, c.recvbuf, c.count, c.type, c.op};
   const std::size_t elemSize = runtime::dataTypeSize(c.type);
-  const ir::Algorithm& a = *p.plan.algorithm;
+  const ir::Algorithm& a = *p.plan().algorithm;
   // NCCL ignores the non-root input of Broadcast and output of Reduce; a plan may still use
   // them as staging space, so null ones get a private buffer.
   if (args.input == nullptr && c.count > 0)

@@ -6,10 +6,12 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "api/comm_config.h"
@@ -32,11 +34,22 @@ struct CollectiveCall {
   int root = 0;
 };
 
+// What every call of one shape (collective, count, type, op, root, in-place) resolves to: its
+// plan, the text describing it and the base of its call tags. Memoized per communicator, so a
+// repeated call costs no plan lookup and no formatting.
+struct CallShape {
+  runtime::Plan plan;
+  std::string name;     // "allreduce"
+  std::string details;  // "(count 1024 float32 sum, plan allreduce.ring)"
+  std::uint64_t tagBase = 0;
+};
+
 // A checked call with its plan, ready to run (queued as is inside a group).
 struct PreparedCollective {
   CollectiveCall call;
   runtime::PlanRequest request;
-  runtime::Plan plan;
+  std::shared_ptr<const CallShape> shape;
+  const runtime::Plan& plan() const { return shape->plan; }
 };
 
 // One send or receive.
@@ -127,6 +140,10 @@ struct Communicator::Impl {
   const api::ResolvedConfig config_;
   runtime::Workspace workspace_;
   std::vector<std::uint8_t> spare_;  // stands in for buffers NCCL ignores (non-root sides)
+  // prepare()'s memo of call shapes (bounded; cleared when full). Guarded by stateMutex_.
+  std::map<std::tuple<int, bool, std::size_t, int, int, int>, std::shared_ptr<const api::CallShape>>
+      shapes_;
+
   std::atomic<std::uint64_t> sequence_{0};
   std::vector<std::uint64_t> sendSequence_;  // per peer: messages sent to it so far
   std::vector<std::uint64_t> recvSequence_;  // per peer: messages received from it so far
@@ -135,6 +152,7 @@ struct Communicator::Impl {
   std::string failure_;
   api::FailureOrigin origin_ = api::FailureOrigin::none;
   PlanInfo lastPlan_;
+  std::shared_ptr<const api::CallShape> lastShape_;  // the shape lastPlan_ describes
 };
 
 }  // namespace chorus

@@ -245,6 +245,8 @@ class RankExecutor {
 
   void loop() {
     const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+    static const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    spinLimit_ = connections_.nranks() <= cores ? 4096 : 64;
     std::size_t remaining = 0;
     for (const auto& task : tasks_)
       remaining += task.done ? 0 : 1;
@@ -262,7 +264,9 @@ class RankExecutor {
         idle = 0;
         continue;
       }
-      // Nothing could run: check for failures, then back off (spin, yield, then sleep).
+      // Nothing could run: check for failures, then back off (spin, yield, then sleep). With
+      // no more ranks than cores a peer is running right now, so keep spinning: a yield or a
+      // sleep costs microseconds. Oversubscribed, yield early so the peer gets the core.
       ++idle;
       if ((idle & 63) == 0) {
         const std::string reason = connections_.abortReason();
@@ -270,9 +274,9 @@ class RankExecutor {
           throw CommError(fmt::format("rank {}: {} aborted: {}", rank_, label(), reason));
         if (std::chrono::steady_clock::now() > deadline) failTimeout();
       }
-      if (idle > 2048)
-        std::this_thread::sleep_for(std::chrono::microseconds(idle > 8192 ? 200 : 20));
-      else if (idle > 64)
+      if (idle > spinLimit_ + 2048)
+        std::this_thread::sleep_for(std::chrono::microseconds(idle > spinLimit_ + 8192 ? 200 : 20));
+      else if (idle > spinLimit_)
         std::this_thread::yield();
     }
   }
@@ -425,6 +429,7 @@ class RankExecutor {
   RankMemory mem_;
   std::vector<TaskState> tasks_;
   std::size_t tileElems_ = 1;
+  int spinLimit_ = 64;  // idle polls before yielding
   std::size_t iterations_ = 0;
 };
 
