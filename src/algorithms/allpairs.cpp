@@ -54,6 +54,43 @@ std::unique_ptr<lang::Program> buildAllReduceAllPairs(const std::string& name,
   return program;
 }
 
+// allreduce.oneshot: every rank sends its whole buffer to every other rank, and every rank
+// reduces all R copies itself (seed 001: the one-step "direct" AllReduce; NCCL's and MSCCL++'s
+// one-shot kernels for small messages). One communication step: the least latency, at R-1
+// times the ring's bytes, so it wins only for small buffers.
+//
+// Algorithm, R ranks, chunk factor 1, in place:
+//   1. Rank q sends its input to scratch slot (q < r ? q : q-1) of every other rank r.
+//   2. Rank r adds the R copies in rank order 0, 1, .., R-1 (its own input at position r), so
+//      every rank performs the same additions in the same order and all ranks' results are
+//      bitwise identical even for floating point.
+//
+//      r0:[x0] --x0--> r1.scratch, r2.scratch      every rank: x0 + x1 + x2 (in that order)
+std::unique_ptr<lang::Program> buildAllReduceOneShot(const std::string& name,
+                                                     const BuildArgs& args) {
+  const int size = args.ranks;
+  auto program =
+      std::make_unique<lang::Program>(name, lang::allReduce(size, 1, true), args.programOptions);
+  auto slotOf = [](int sender, int receiver) { return sender < receiver ? sender : sender - 1; };
+  for (int sender = 0; sender < size; ++sender)
+    for (int receiver = 0; receiver < size; ++receiver)
+      if (sender != receiver)
+        program->chunk(sender, lang::Buffer::input, 0)
+            .copy(receiver, lang::Buffer::scratch, slotOf(sender, receiver));
+  for (int r = 0; r < size; ++r) {
+    auto operand = [&](int k) {
+      return k == r ? program->chunk(r, lang::Buffer::input, 0)
+                    : program->chunk(r, lang::Buffer::scratch, slotOf(k, r));
+    };
+    // The running sum lives where rank 0's copy is; it ends in this rank's input.
+    auto sum = operand(0);
+    for (int k = 1; k < size; ++k)
+      sum = sum.reduce(operand(k));
+    if (r != 0) sum.copy(r, lang::Buffer::input, 0);
+  }
+  return program;
+}
+
 }  // namespace
 
 std::vector<AlgorithmInfo> allPairsAlgorithms() {
@@ -66,6 +103,14 @@ std::vector<AlgorithmInfo> allPairsAlgorithms() {
        .minRanks = 2,
        .params = {},
        .build = &buildAllReduceAllPairs},
+      {.name = "allreduce.oneshot",
+       .collective = "allreduce",
+       .description = "one-shot: every rank sends its buffer to all, each reduces all copies",
+       .citation = "seed 001 (direct AllReduce)",
+       .shape = Shape::ranks,
+       .minRanks = 2,
+       .params = {},
+       .build = &buildAllReduceOneShot},
   };
 }
 

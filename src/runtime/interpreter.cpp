@@ -58,6 +58,7 @@ struct RankMemory {
   std::uint8_t* base[kBuffers] = {nullptr, nullptr, nullptr};
   std::vector<std::uint8_t>* staged = nullptr;  // [kBuffers] padded copies when staging
   bool staging = false;
+  std::uint8_t* privateOutputOf = nullptr;  // user output to fill from a private one at the end
 
   std::uint8_t* piece(ir::BufferKind kind, int chunk, std::size_t offset) const {
     return base[bufferSlot(kind)] +
@@ -125,6 +126,8 @@ class RankExecutor {
     }
     if (a_.inPlace && divisible && !aliasOk && userIn && userOut)
       aliasOk = moveInputHome(userIn, inBytes, userOut, outBytes);
+    if (!a_.inPlace && divisible && !aliasOk && userIn && userOut)
+      aliasOk = privatizeOverlap(userIn, inBytes, userOut, outBytes);
     mem_.staging = !divisible || !aliasOk;
     if (!mem_.staging) {
       mem_.base[bufferSlot(ir::BufferKind::input)] = userIn;
@@ -165,6 +168,32 @@ class RankExecutor {
     return true;
   }
 
+  // An out-of-place plan called with overlapping (in-place) buffers. A verified plan never
+  // reads an output chunk before writing it, so a private copy of one side removes the
+  // overlap; the smaller side is privatized: the output (filled into the user's at the end)
+  // when the plan never writes its input, else a copy of the input.
+  bool privatizeOverlap(std::uint8_t*& userIn, std::size_t inBytes, std::uint8_t*& userOut,
+                        std::size_t outBytes) {
+    if (outBytes < inBytes && !writesInput()) {
+      auto& buffer = mem_.staged[bufferSlot(ir::BufferKind::output)];
+      buffer.resize(outBytes);
+      mem_.privateOutputOf = userOut;
+      userOut = buffer.data();
+      return true;
+    }
+    auto& buffer = mem_.staged[bufferSlot(ir::BufferKind::input)];
+    buffer.assign(userIn, userIn + inBytes);
+    userIn = buffer.data();
+    return true;
+  }
+
+  bool writesInput() const {
+    for (const auto& tb : program_.threadblocks)
+      for (const auto& s : tb.steps)
+        if (ir::opWritesDst(s.op) && s.dstBuffer == ir::BufferKind::input) return true;
+    return false;
+  }
+
   // Copies the user's blocks into padded canonical buffers (block b at b * chunksPerBlock chunks).
   void stageIn(const std::uint8_t* userIn) {
     const std::size_t q = chunksPerBlock(a_);
@@ -202,6 +231,9 @@ class RankExecutor {
   void finish() {
     if (mem_.chunkElems == 0) return;
     if (mem_.staging) stageOut();
+    if (mem_.privateOutputOf)
+      std::memcpy(mem_.privateOutputOf, mem_.base[bufferSlot(ir::BufferKind::output)],
+                  outputElements(a_, rank_, args_.count) * mem_.elemSize);
     if (args_.op == ReduceOp::avg) averageOutputs();
   }
 

@@ -25,6 +25,8 @@ std::pair<std::string, std::string> chooseAlgorithm(const runtime::PlanRequest& 
     case ir::CollectiveKind::allreduce:
       if (request.nranks > kAllPairsMaxRanks)
         return {"allreduce.ring", fmt::format("> {} ranks", kAllPairsMaxRanks)};
+      if (request.nranks <= kOneShotMaxRanks && request.bytes <= kAllReduceOneShotBytes)
+        return {"allreduce.oneshot", fmt::format("<= {}", formatSize(kAllReduceOneShotBytes))};
       if (request.bytes < kAllReduceRingBytes)
         return {"allreduce.allpairs", fmt::format("< {}", formatSize(kAllReduceRingBytes))};
       return {"allreduce.ring", fmt::format(">= {}", formatSize(kAllReduceRingBytes))};

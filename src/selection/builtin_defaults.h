@@ -9,6 +9,10 @@
 
 namespace chorus::selection {
 
+// Provisional (issue 4 tunes it): AllReduce up to this size on up to kOneShotMaxRanks ranks uses
+// allreduce.oneshot (1 step: the least latency, R-1 times the bytes).
+inline constexpr std::uint64_t kAllReduceOneShotBytes = 16 * 1024;
+inline constexpr int kOneShotMaxRanks = 8;
 // Provisional (issue 4 tunes it): AllReduce below this size uses allreduce.allpairs (2 steps),
 // at or above it allreduce.ring (bandwidth-optimal).
 inline constexpr std::uint64_t kAllReduceRingBytes = 256 * 1024;
@@ -18,7 +22,8 @@ inline constexpr int kAllPairsMaxRanks = 16;
 
 // The default for `request` (a built-in collective, 1 <= nranks <= 256, 0 <= root < nranks):
 //   1 rank: "<collective>.self" (a local copy, or nothing in place);
-//   allreduce: allreduce.allpairs below kAllReduceRingBytes (up to kAllPairsMaxRanks ranks),
+//   allreduce: allreduce.oneshot up to kAllReduceOneShotBytes (up to kOneShotMaxRanks ranks),
+//     allreduce.allpairs below kAllReduceRingBytes (up to kAllPairsMaxRanks ranks),
 //     else allreduce.ring; allgather.ring; reducescatter.ring; alltoall.allpairs;
 //   broadcast.binomial and reduce.binomial rooted at request.root.
 // Compiled on first use and cached process-wide (plan_cache.h). Plan::source says why, e.g.

@@ -74,5 +74,33 @@ TEST(InterpreterAliasing, OutOfPlaceAllGatherPlanCalledInPlace) {
             << "rank " << r << " block " << b << " [" << i << "]";
 }
 
+TEST(InterpreterAliasing, OutOfPlaceReduceScatterPlanCalledInPlace) {
+  const auto a = compile("reducescatter.ring", 3);
+  ASSERT_FALSE(a.inPlace);
+  const std::size_t count = 300;  // per-rank output; the input holds 3 blocks
+  std::vector<std::vector<float>> buffers(3, std::vector<float>(3 * count));
+  for (int r = 0; r < 3; ++r)
+    for (std::size_t i = 0; i < 3 * count; ++i)
+      buffers[r][i] = static_cast<float>(r + 1 + i % 5);
+  transport::ThreadGroup group(3, {8, 4096});
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      runtime::CollectiveArgs args;
+      args.input = buffers[r].data();
+      args.output = buffers[r].data() + r * count;  // NCCL's in-place ReduceScatter
+      args.count = count;
+      runtime::executeRank(a, r, args, group.rank(r));
+    });
+  for (auto& t : threads)
+    t.join();
+  for (int r = 0; r < 3; ++r)
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t at = r * count + i;
+      ASSERT_EQ(buffers[r][at], static_cast<float>(6 + 3 * (at % 5)))
+          << "rank " << r << " [" << i << "]";
+    }
+}
+
 }  // namespace
 }  // namespace chorus

@@ -243,9 +243,16 @@ TEST(PlanSelectorTest, DirectoryPlansThatFailVerificationAreRejected) {
 
 TEST(PlanSelectorTest, DefaultsFollowTheProvisionalThreshold) {
   PlanSelector selector(config(4));
-  const Selection small = selector.choose(request(ir::CollectiveKind::allreduce, 4, 1024));
+  const Selection tiny = selector.choose(request(ir::CollectiveKind::allreduce, 4, 1024));
+  EXPECT_EQ(tiny.plan.name, "allreduce.oneshot");
+  EXPECT_EQ(tiny.plan.source, "built-in default: <= 16 KiB");
+  const Selection small =
+      selector.choose(request(ir::CollectiveKind::allreduce, 4, kAllReduceOneShotBytes + 4));
   EXPECT_EQ(small.plan.name, "allreduce.allpairs");
   EXPECT_EQ(small.plan.source, "built-in default: < 256 KiB");
+  PlanSelector nine(config(9));  // more ranks than one-shot serves
+  EXPECT_EQ(nine.choose(request(ir::CollectiveKind::allreduce, 9, 1024)).plan.name,
+            "allreduce.allpairs");
   const Selection large =
       selector.choose(request(ir::CollectiveKind::allreduce, 4, kAllReduceRingBytes));
   EXPECT_EQ(large.plan.name, "allreduce.ring");
@@ -298,7 +305,7 @@ TEST(PlanSelectorTest, DirectoryPlansMatchRanksSizeAndRoot) {
   EXPECT_THAT(large.skipped[0], ::testing::EndsWith(": 8 ranks"));
 
   const Selection small = selector.choose(request(ir::CollectiveKind::allreduce, 4, 4096, true));
-  EXPECT_EQ(small.plan.name, "allreduce.allpairs");
+  EXPECT_EQ(small.plan.name, "allreduce.oneshot");
   EXPECT_THAT(small.skipped, ::testing::Contains(HasSubstr("[ring_from_1M]: sizes 1 MiB-max")));
 
   const auto chain = ir::readAlgorithmsFile(kValidXml + "broadcast_chain_4r_2chunks.xml").at(0);
@@ -374,7 +381,7 @@ TEST(PlanSelectorTest, OverrideFileEntriesServeTheirRange) {
                             ir::readAlgorithmsFile(file).at(0).name + "]");
   EXPECT_EQ(large.source, "CHORUS_ALGO " + file + ":1M-max");
   EXPECT_EQ(selector.select(request(ir::CollectiveKind::allreduce, 4, 1024, true)).name,
-            "allreduce.allpairs");
+            "allreduce.oneshot");
 }
 
 TEST(PlanSelectorTest, RootedOverridesFollowTheRequestRoot) {
@@ -480,8 +487,8 @@ TEST(PlanSelectorTest, LogsEachDistinctChoiceOnce) {
                         ">= 256 KiB)"),
             1u)
       << output;
-  EXPECT_EQ(occurrences("allreduce 4 ranks 64 B out-of-place: allreduce.allpairs (built-in "
-                        "default: < 256 KiB)"),
+  EXPECT_EQ(occurrences("allreduce 4 ranks 64 B out-of-place: allreduce.oneshot (built-in "
+                        "default: <= 16 KiB)"),
             1u)
       << output;
 }
