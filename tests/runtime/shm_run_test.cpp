@@ -113,6 +113,21 @@ TEST(LibraryOnShmIterations, BackToBackCallsReuseTheSegments) {
   EXPECT_EQ(report.checkedElements, 3u * 5000u);
 }
 
+// Several MiB per rank with the default 256 KiB slots, for the default plan of each collective
+// family (counts not divisible by the chunking included).
+TEST(LibraryOnShmLarge, SeveralMebibytesPerRank) {
+  for (const char* name : {"allreduce.ring", "allgather.ring", "reducescatter.ring",
+                           "alltoall.allpairs", "broadcast.binomial"}) {
+    const auto a = compile(algorithms::findAlgorithm(name));
+    runtime::ProcessRunOptions options;
+    options.count = (std::size_t{3} << 20) / 4 + 3;  // just over 3 MiB of float32
+    options.timeout = std::chrono::milliseconds(60'000);
+    const auto report = runtime::runOnProcesses(a, options);
+    EXPECT_TRUE(report.ok()) << name << ": " << report.firstWrong;
+    EXPECT_GT(report.checkedElements, options.count) << name;
+  }
+}
+
 std::vector<std::string> validFiles() {
   std::vector<std::string> files;
   for (const auto& entry :
