@@ -212,6 +212,8 @@ api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& c
   shape->name = std::string(name);
   shape->details = describeShape(p.call, p.request.inPlace, shape->plan);
   shape->tagBase = tagBaseOf(p.call, shape->plan);
+  static std::atomic<std::uint64_t> planKeys{0};
+  shape->planKey = ++planKeys;
   p.shape = shape;
   std::lock_guard lock(stateMutex_);
   if (shapes_.size() >= kMaxCallShapes) shapes_.clear();
@@ -283,6 +285,7 @@ void Communicator::Impl::execute(const api::PreparedCollective& p, std::uint64_t
   options.collectiveLabel = label.c_str();
   options.callTag = tagOf(p, sequence);
   options.workspace = &workspace_;
+  options.planKey = p.shape->planKey;
   runtime::executeRank(a, rank_, args, connections(), options);
 }
 

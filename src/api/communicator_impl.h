@@ -42,6 +42,7 @@ struct CallShape {
   std::string name;     // "allreduce"
   std::string details;  // "(count 1024 float32 sum, plan allreduce.ring)"
   std::uint64_t tagBase = 0;
+  std::uint64_t planKey = 0;  // unique in the process: lets the interpreter cache plan facts
 };
 
 // A checked call with its plan, ready to run (queued as is inside a group).

@@ -86,9 +86,16 @@ class RankExecutor {
         args_(args),
         connections_(connections),
         options_(options),
-        collective_(ir::collectiveOf(algorithm)),
         program_(algorithm.ranks.at(rank)) {
-    mem_.staged = (options.workspace ? options.workspace : &ownWorkspace_)->buffers;
+    Workspace& workspace = options.workspace ? *options.workspace : ownWorkspace_;
+    mem_.staged = workspace.buffers;
+    facts_ = &workspace.facts;
+    cached_ = options.planKey != 0 && facts_->key == options.planKey;
+    if (!cached_) {
+      facts_->key = 0;
+      facts_->collective = ir::collectiveOf(algorithm);
+    }
+    collective_ = facts_->collective.get();
   }
 
   void run() {
@@ -109,8 +116,8 @@ class RankExecutor {
     const bool divisible = count % q == 0;
     auto* userIn = static_cast<std::uint8_t*>(const_cast<void*>(args_.input));
     auto* userOut = static_cast<std::uint8_t*>(args_.output);
-    const std::size_t inBytes = inputElements(a_, rank_, count) * mem_.elemSize;
-    const std::size_t outBytes = outputElements(a_, rank_, count) * mem_.elemSize;
+    const std::size_t inBytes = elements(collective_->inputChunks(rank_)) * mem_.elemSize;
+    const std::size_t outBytes = elements(collective_->outputChunks(rank_)) * mem_.elemSize;
     bool aliasOk = true;
     if (a_.inPlace) {
       for (auto kind : {ir::BufferKind::input, ir::BufferKind::output}) {
@@ -233,7 +240,7 @@ class RankExecutor {
     if (mem_.staging) stageOut();
     if (mem_.privateOutputOf)
       std::memcpy(mem_.privateOutputOf, mem_.base[bufferSlot(ir::BufferKind::output)],
-                  outputElements(a_, rank_, args_.count) * mem_.elemSize);
+                  elements(collective_->outputChunks(rank_)) * mem_.elemSize);
     if (args_.op == ReduceOp::avg) averageOutputs();
   }
 
@@ -243,36 +250,51 @@ class RankExecutor {
                          a_.collective == ir::CollectiveKind::reducescatter ||
                          (a_.collective == ir::CollectiveKind::reduce && rank_ == a_.root);
     if (!reduces || args_.output == nullptr) return;
-    divideElements(args_.type, args_.output, outputElements(a_, rank_, args_.count), a_.nranks);
+    divideElements(args_.type, args_.output, elements(collective_->outputChunks(rank_)), a_.nranks);
   }
 
   // ---- tasks -------------------------------------------------------------------------------
+  // Elements of a buffer of `chunks` chunks for this call's count.
+  std::size_t elements(int chunks) const { return bufferElements(a_, chunks, args_.count); }
+
   void prepareTasks() {
-    std::size_t maxCount = 1;
+    if (!cached_) derivePlanFacts();
+    tasks_.resize(program_.threadblocks.size());
+    for (std::size_t t = 0; t < tasks_.size(); ++t) {
+      TaskState& task = tasks_[t];
+      task.tb = &program_.threadblocks[t];
+      task.send = facts_->sendFifos[t];
+      task.recv = facts_->recvFifos[t];
+      task.done = task.tb->steps.empty();
+    }
+    // Every rank derives the same tile from the whole algorithm and the transport's slot size.
+    const std::size_t slotBytes = facts_->slotBytes ? facts_->slotBytes : std::size_t{1} << 20;
+    tileElems_ = std::max<std::size_t>(1, slotBytes / (facts_->maxCount * mem_.elemSize));
+    tileElems_ = std::min(tileElems_, mem_.chunkElems);
+    iterations_ = (mem_.chunkElems + tileElems_ - 1) / tileElems_;
+  }
+
+  void derivePlanFacts() {
+    PlanFacts& f = *facts_;
+    f.maxCount = 1;
     for (const auto& r : a_.ranks)
       for (const auto& tb : r.threadblocks)
         for (const auto& s : tb.steps)
           if (ir::opSends(s.op) || ir::opReceives(s.op))
-            maxCount = std::max<std::size_t>(maxCount, static_cast<std::size_t>(s.count));
-    tasks_.resize(program_.threadblocks.size());
-    std::size_t slotBytes = 0;
-    for (std::size_t t = 0; t < tasks_.size(); ++t) {
-      TaskState& task = tasks_[t];
-      task.tb = &program_.threadblocks[t];
-      if (task.tb->sendPeer >= 0)
-        task.send = &connections_.sendFifo(task.tb->sendPeer, task.tb->channel);
-      if (task.tb->recvPeer >= 0)
-        task.recv = &connections_.recvFifo(task.tb->recvPeer, task.tb->channel);
-      for (auto* fifo : {task.send, task.recv})
+            f.maxCount = std::max<std::size_t>(f.maxCount, static_cast<std::size_t>(s.count));
+    const std::size_t n = program_.threadblocks.size();
+    f.sendFifos.assign(n, nullptr);
+    f.recvFifos.assign(n, nullptr);
+    f.slotBytes = 0;
+    for (std::size_t t = 0; t < n; ++t) {
+      const ir::Threadblock& tb = program_.threadblocks[t];
+      if (tb.sendPeer >= 0) f.sendFifos[t] = &connections_.sendFifo(tb.sendPeer, tb.channel);
+      if (tb.recvPeer >= 0) f.recvFifos[t] = &connections_.recvFifo(tb.recvPeer, tb.channel);
+      for (auto* fifo : {f.sendFifos[t], f.recvFifos[t]})
         if (fifo)
-          slotBytes = slotBytes ? std::min(slotBytes, fifo->slotBytes()) : fifo->slotBytes();
-      task.done = task.tb->steps.empty();
+          f.slotBytes = f.slotBytes ? std::min(f.slotBytes, fifo->slotBytes()) : fifo->slotBytes();
     }
-    // Every rank derives the same tile from the whole algorithm and the transport's slot size.
-    if (slotBytes == 0) slotBytes = std::size_t{1} << 20;
-    tileElems_ = std::max<std::size_t>(1, slotBytes / (maxCount * mem_.elemSize));
-    tileElems_ = std::min(tileElems_, mem_.chunkElems);
-    iterations_ = (mem_.chunkElems + tileElems_ - 1) / tileElems_;
+    f.key = options_.planKey;
   }
 
   void loop() {
@@ -455,9 +477,11 @@ class RankExecutor {
   const CollectiveArgs& args_;
   transport::ConnectionSet& connections_;
   const ExecOptions& options_;
-  std::shared_ptr<const ir::Collective> collective_;
   const ir::RankProgram& program_;
   Workspace ownWorkspace_;
+  PlanFacts* facts_ = nullptr;
+  bool cached_ = false;  // facts_ came from an earlier call of the same plan
+  const ir::Collective* collective_ = nullptr;
   RankMemory mem_;
   std::vector<TaskState> tasks_;
   std::size_t tileElems_ = 1;

@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "ir/algorithm.h"
+#include "ir/collective.h"
 #include "runtime/datatype.h"
 #include "transport/connections.h"
 
@@ -25,10 +27,23 @@ struct CollectiveArgs {
   ReduceOp op = ReduceOp::sum;
 };
 
-// Memory the interpreter reuses across calls (staged copies and scratch), so repeated calls
-// neither allocate nor fault in fresh pages. One per rank; not thread-safe.
+// What the interpreter derives from a plan before running it (its collective, the FIFOs of
+// its threadblocks, the largest message), kept between calls of the same plan.
+struct PlanFacts {
+  std::uint64_t key = 0;  // ExecOptions::planKey these facts belong to; 0 = none
+  std::shared_ptr<const ir::Collective> collective;
+  std::vector<transport::Fifo*> sendFifos;  // per threadblock, nullptr if it does not send
+  std::vector<transport::Fifo*> recvFifos;  // per threadblock, nullptr if it does not receive
+  std::size_t maxCount = 1;                 // largest count of a sending or receiving step
+  std::size_t slotBytes = 0;                // smallest slot of those FIFOs
+};
+
+// Memory and facts the interpreter reuses across calls (staged copies, scratch, plan facts),
+// so repeated calls neither allocate nor fault in fresh pages. One per rank and connection
+// set; not thread-safe.
 struct Workspace {
   std::vector<std::uint8_t> buffers[3];  // indexed by ir::BufferKind
+  PlanFacts facts;
 };
 
 struct ExecOptions {
@@ -39,6 +54,9 @@ struct ExecOptions {
   // description each rank published (ConnectionSet::publishCall) names the peer's call.
   std::uint64_t callTag = 0;
   Workspace* workspace = nullptr;  // nullptr: allocate for this call only
+  // Non-zero: a value that names this plan (and the workspace's connection set) for the
+  // workspace's whole life, so its PlanFacts are derived once. 0: derive them every call.
+  std::uint64_t planKey = 0;
 };
 
 // Chunks per block of `count` elements: the loop buffer holds nranks blocks for AllGather,
