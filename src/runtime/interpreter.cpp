@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -268,10 +269,26 @@ class RankExecutor {
       task.done = task.tb->steps.empty();
     }
     // Every rank derives the same tile from the whole algorithm and the transport's slot size.
-    const std::size_t slotBytes = facts_->slotBytes ? facts_->slotBytes : std::size_t{1} << 20;
+    const std::size_t slotBytes =
+        std::min(facts_->slotBytes ? facts_->slotBytes : std::size_t{1} << 20, messageCap());
     tileElems_ = std::max<std::size_t>(1, slotBytes / (facts_->maxCount * mem_.elemSize));
     tileElems_ = std::min(tileElems_, mem_.chunkElems);
     iterations_ = (mem_.chunkElems + tileElems_ - 1) / tileElems_;
+  }
+
+  // The plan's protocol bounds its messages (seed 000 §6.1: LL for latency, Simple for
+  // bandwidth). Smaller messages start the pipeline sooner and keep a tile in cache between
+  // phases; larger ones pay the per-message cost less often.
+  std::size_t messageCap() const {
+    switch (a_.protocol) {
+      case ir::Protocol::ll:
+        return std::size_t{8} << 10;
+      case ir::Protocol::ll128:
+        return std::size_t{64} << 10;
+      case ir::Protocol::simple:
+        break;
+    }
+    return std::numeric_limits<std::size_t>::max();
   }
 
   void derivePlanFacts() {
