@@ -20,6 +20,7 @@
 #include "api/call_tag.h"
 #include "api/communicator_impl.h"
 #include "runtime/datatype.h"
+#include "runtime/idle_backoff.h"
 #include "support/error.h"
 
 namespace chorus {
@@ -154,7 +155,7 @@ class P2pBatch {
   void progress() {
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
     std::size_t remaining = transfers_.size();
-    int idle = 0;
+    runtime::IdleBackoff backoff(connections_.nranks());
     while (remaining > 0) {
       bool progressed = false;
       for (auto& lane : lanes_) {
@@ -167,22 +168,17 @@ class P2pBatch {
         }
       }
       if (progressed) {
-        idle = 0;
+        backoff.reset();
         continue;
       }
-      // Nothing moved: check for failures, then back off (spin, yield, then sleep).
-      ++idle;
-      if ((idle & 63) == 0) {
+      // Nothing moved: back off, and now and then check for failures and the deadline.
+      if (backoff.pause()) {
         const std::string reason = connections_.abortReason();
         if (!reason.empty())
           throw CommError(
               fmt::format("rank {}: {} aborted: {}", rank_, firstPending().describe(), reason));
         if (std::chrono::steady_clock::now() > deadline) failTimeout();
       }
-      if (idle > 2048)
-        std::this_thread::sleep_for(std::chrono::microseconds(idle > 8192 ? 200 : 20));
-      else if (idle > 64)
-        std::this_thread::yield();
     }
   }
 

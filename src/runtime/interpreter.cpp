@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "ir/collective.h"
+#include "runtime/idle_backoff.h"
 #include "runtime/reduce_kernels.h"
 #include "support/error.h"
 
@@ -316,12 +317,10 @@ class RankExecutor {
 
   void loop() {
     const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-    static const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    spinLimit_ = connections_.nranks() <= cores ? 4096 : 64;
+    IdleBackoff backoff(connections_.nranks());
     std::size_t remaining = 0;
     for (const auto& task : tasks_)
       remaining += task.done ? 0 : 1;
-    int idle = 0;
     while (remaining > 0) {
       bool progressed = false;
       for (auto& task : tasks_) {
@@ -332,23 +331,16 @@ class RankExecutor {
         }
       }
       if (progressed) {
-        idle = 0;
+        backoff.reset();
         continue;
       }
-      // Nothing could run: check for failures, then back off (spin, yield, then sleep). With
-      // no more ranks than cores a peer is running right now, so keep spinning: a yield or a
-      // sleep costs microseconds. Oversubscribed, yield early so the peer gets the core.
-      ++idle;
-      if ((idle & 63) == 0) {
+      // Nothing could run: back off, and now and then check for failures and the deadline.
+      if (backoff.pause()) {
         const std::string reason = connections_.abortReason();
         if (!reason.empty())
           throw CommError(fmt::format("rank {}: {} aborted: {}", rank_, label(), reason));
         if (std::chrono::steady_clock::now() > deadline) failTimeout();
       }
-      if (idle > spinLimit_ + 2048)
-        std::this_thread::sleep_for(std::chrono::microseconds(idle > spinLimit_ + 8192 ? 200 : 20));
-      else if (idle > spinLimit_)
-        std::this_thread::yield();
     }
   }
 
@@ -502,7 +494,6 @@ class RankExecutor {
   RankMemory mem_;
   std::vector<TaskState> tasks_;
   std::size_t tileElems_ = 1;
-  int spinLimit_ = 64;  // idle polls before yielding
   std::size_t iterations_ = 0;
 };
 
