@@ -51,6 +51,9 @@ struct CommConfig {
   // FIFO shape (CHORUS_SLOTS, CHORUS_SLOT_BYTES; default 8 slots of 256 KiB).
   std::optional<int> slots;
   std::optional<std::size_t> slotBytes;
+  // Executor threads per rank for calls of at least 1 MiB (CHORUS_THREADS, 1 to 64; default 1,
+  // right when every rank has a core of its own).
+  std::optional<int> threads;
 };
 
 // Where a call's plan came from; filled for the most recent collective (see lastPlan()).

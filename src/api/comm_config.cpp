@@ -72,6 +72,18 @@ std::size_t resolveSlotBytes(const CommConfig& config) {
   return bytes;
 }
 
+int resolveThreads(const CommConfig& config) {
+  if (config.threads) {
+    if (*config.threads < 1 || *config.threads > kMaxThreads)
+      throw OptionError(
+          fmt::format("CommConfig.threads is {}; use 1 to {} executor threads per rank (default 1, "
+                      "CHORUS_THREADS)",
+                      *config.threads, kMaxThreads));
+    return *config.threads;
+  }
+  return static_cast<int>(envInt("CHORUS_THREADS", 1, kMaxThreads).value_or(1));
+}
+
 }  // namespace
 
 ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind) {
@@ -82,6 +94,7 @@ ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind) {
   resolved.algoDir = config.algoDir ? *config.algoDir : envString("CHORUS_ALGO_DIR").value_or("");
   resolved.fifo.slots = resolveSlots(config);
   resolved.fifo.slotBytes = resolveSlotBytes(config);
+  resolved.threads = resolveThreads(config);
   return resolved;
 }
 

@@ -13,6 +13,7 @@ namespace chorus::api {
 
 inline constexpr int kMinSlots = 1;
 inline constexpr int kMaxSlots = 1024;
+inline constexpr int kMaxThreads = 64;
 inline constexpr std::size_t kMinSlotBytes = std::size_t{4} << 10;
 inline constexpr std::size_t kMaxSlotBytes = std::size_t{1} << 30;
 
@@ -24,6 +25,7 @@ struct ResolvedConfig {
   std::string algo;     // CHORUS_ALGO syntax; empty: no overrides
   std::string algoDir;  // empty: none
   transport::FifoOptions fifo;
+  int threads = 1;  // executor threads per rank (runtime::ExecOptions::threads)
 };
 
 // How the communicator is being created: initAll (ranks are threads of this process) or

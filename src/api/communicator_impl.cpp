@@ -286,6 +286,7 @@ void Communicator::Impl::execute(const api::PreparedCollective& p, std::uint64_t
   options.callTag = tagOf(p, sequence);
   options.workspace = &workspace_;
   options.planKey = p.shape->planKey;
+  options.threads = config_.threads;
   runtime::executeRank(a, rank_, args, connections(), options);
 }
 

@@ -1,8 +1,12 @@
 #include "runtime/interpreter.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -60,6 +64,7 @@ struct RankMemory {
   std::uint8_t* base[kBuffers] = {nullptr, nullptr, nullptr};
   std::vector<std::uint8_t>* staged = nullptr;  // [kBuffers] padded copies when staging
   bool staging = false;
+  std::size_t callBytes = 0;                // the larger of this rank's input and output
   std::uint8_t* privateOutputOf = nullptr;  // user output to fill from a private one at the end
 
   std::uint8_t* piece(ir::BufferKind kind, int chunk, std::size_t offset) const {
@@ -73,11 +78,16 @@ struct TaskState {
   const ir::Threadblock* tb = nullptr;
   transport::Fifo* send = nullptr;
   transport::Fifo* recv = nullptr;
-  std::size_t step = 0;         // next step within the iteration
-  std::size_t iteration = 0;    // current tile
-  std::uint64_t completed = 0;  // steps finished over all iterations
+  std::size_t step = 0;       // next step within the iteration
+  std::size_t iteration = 0;  // current tile
+  // Steps finished over all iterations. Written by the task's executor thread only (release),
+  // read by other threadblocks' dependency checks (acquire).
+  std::atomic<std::uint64_t> completed{0};
   bool done = false;
 };
+
+// How one executor thread's share of the tasks ended.
+enum class WorkerEnd { finished, stopped, timedOut };
 
 class RankExecutor {
  public:
@@ -120,6 +130,7 @@ class RankExecutor {
     auto* userOut = static_cast<std::uint8_t*>(args_.output);
     const std::size_t inBytes = elements(collective_->inputChunks(rank_)) * mem_.elemSize;
     const std::size_t outBytes = elements(collective_->outputChunks(rank_)) * mem_.elemSize;
+    mem_.callBytes = std::max(inBytes, outBytes);
     bool aliasOk = true;
     if (a_.inPlace) {
       for (auto kind : {ir::BufferKind::input, ir::BufferKind::output}) {
@@ -261,7 +272,8 @@ class RankExecutor {
 
   void prepareTasks() {
     if (!cached_) derivePlanFacts();
-    tasks_.resize(program_.threadblocks.size());
+    taskStorage_ = std::make_unique<TaskState[]>(program_.threadblocks.size());
+    tasks_ = std::span<TaskState>(taskStorage_.get(), program_.threadblocks.size());
     for (std::size_t t = 0; t < tasks_.size(); ++t) {
       TaskState& task = tasks_[t];
       task.tb = &program_.threadblocks[t];
@@ -316,18 +328,72 @@ class RankExecutor {
   }
 
   void loop() {
-    const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-    IdleBackoff backoff(connections_.nranks());
-    std::size_t remaining = 0;
+    unfinished_ = 0;
     for (const auto& task : tasks_)
-      remaining += task.done ? 0 : 1;
-    while (remaining > 0) {
+      unfinished_ += task.done ? 0 : 1;
+    const int workers = workerCount();
+    WorkerEnd end = WorkerEnd::finished;
+    if (workers == 1) {
+      end = runWorker(0, 1);
+    } else {
+      std::exception_ptr error;
+      std::mutex errorMutex;
+      auto record = [&] {
+        std::lock_guard lock(errorMutex);
+        if (!error) error = std::current_exception();
+        stop_ = true;
+      };
+      std::vector<std::thread> helpers;
+      for (int w = 1; w < workers; ++w)
+        helpers.emplace_back([&, w] {
+          try {
+            runWorker(w, workers);
+          } catch (...) {
+            record();
+          }
+        });
+      try {
+        end = runWorker(0, workers);
+      } catch (...) {
+        record();
+      }
+      stop_ = true;
+      for (auto& helper : helpers)
+        helper.join();
+      if (error) std::rethrow_exception(error);
+    }
+    if (end == WorkerEnd::timedOut) failTimeout();  // every executor thread has stopped
+  }
+
+  // Executor threads for this call: ExecOptions::threads for large calls, at most one per
+  // threadblock.
+  int workerCount() const {
+    if (options_.threads <= 1 || mem_.callBytes < kParallelCallBytes) return 1;
+    return static_cast<int>(
+        std::min<std::size_t>(static_cast<std::size_t>(options_.threads), tasks_.size()));
+  }
+
+  // Drives tasks w, w + n, w + 2n, ... until every task of every worker is done. Worker 0 (the
+  // calling thread) also watches the abort flag and the deadline; the others stop when stop_
+  // is set.
+  WorkerEnd runWorker(int w, int n) {
+    const bool primary = w == 0;
+    const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+    IdleBackoff backoff(connections_.nranks() * n);
+    std::size_t mine = 0;
+    for (std::size_t t = static_cast<std::size_t>(w); t < tasks_.size(); t += n)
+      mine += tasks_[t].done ? 0 : 1;
+    while (primary ? unfinished_.load(std::memory_order_acquire) > 0 : mine > 0) {
       bool progressed = false;
-      for (auto& task : tasks_) {
+      for (std::size_t t = static_cast<std::size_t>(w); t < tasks_.size(); t += n) {
+        TaskState& task = tasks_[t];
         if (task.done) continue;
         while (!task.done && tryStep(task)) {
           progressed = true;
-          if (task.done) --remaining;
+          if (task.done) {
+            --mine;
+            unfinished_.fetch_sub(1, std::memory_order_acq_rel);
+          }
         }
       }
       if (progressed) {
@@ -336,12 +402,15 @@ class RankExecutor {
       }
       // Nothing could run: back off, and now and then check for failures and the deadline.
       if (backoff.pause()) {
+        if (stop_.load(std::memory_order_relaxed)) return WorkerEnd::stopped;
+        if (!primary) continue;
         const std::string reason = connections_.abortReason();
         if (!reason.empty())
           throw CommError(fmt::format("rank {}: {} aborted: {}", rank_, label(), reason));
-        if (std::chrono::steady_clock::now() > deadline) failTimeout();
+        if (std::chrono::steady_clock::now() > deadline) return WorkerEnd::timedOut;
       }
     }
+    return WorkerEnd::finished;
   }
 
   std::string label() const {
@@ -390,7 +459,8 @@ class RankExecutor {
 
   bool depDone(const ir::StepRef& d, std::size_t iteration) const {
     const TaskState& other = tasks_[d.tb];
-    return other.completed >= iteration * other.tb->steps.size() + d.step + 1;
+    return other.completed.load(std::memory_order_acquire) >=
+           iteration * other.tb->steps.size() + d.step + 1;
   }
 
   // Runs the task's next step if everything it needs is available; false otherwise.
@@ -423,7 +493,8 @@ class RankExecutor {
     if (in) task.recv->releaseRecv();
     if (out) task.send->commitSend(messageBytes, options_.callTag);
 
-    ++task.completed;
+    task.completed.store(task.completed.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_release);
     if (++task.step == task.tb->steps.size()) {
       task.step = 0;
       if (++task.iteration == iterations_) task.done = true;
@@ -492,7 +563,10 @@ class RankExecutor {
   bool cached_ = false;  // facts_ came from an earlier call of the same plan
   const ir::Collective* collective_ = nullptr;
   RankMemory mem_;
-  std::vector<TaskState> tasks_;
+  std::unique_ptr<TaskState[]> taskStorage_;
+  std::span<TaskState> tasks_;
+  std::atomic<std::size_t> unfinished_{0};  // tasks not done, over all executor threads
+  std::atomic<bool> stop_{false};           // an executor thread failed: the others return
   std::size_t tileElems_ = 1;
   std::size_t iterations_ = 0;
 };

@@ -57,7 +57,15 @@ struct ExecOptions {
   // Non-zero: a value that names this plan (and the workspace's connection set) for the
   // workspace's whole life, so its PlanFacts are derived once. 0: derive them every call.
   std::uint64_t planKey = 0;
+  // Executor threads driving this rank's threadblocks: the calling thread plus threads - 1
+  // helpers, each owning a share of the threadblocks (cross-threadblock waits are atomic
+  // counters). Used only for calls of at least kParallelCallBytes, where starting threads
+  // pays off; 1 (the default, right for a 2-core machine running a rank per core) never
+  // starts any.
+  int threads = 1;
 };
+
+inline constexpr std::size_t kParallelCallBytes = std::size_t{1} << 20;
 
 // Chunks per block of `count` elements: the loop buffer holds nranks blocks for AllGather,
 // ReduceScatter and AllToAll and one block otherwise, each cut into this many chunks.
