@@ -119,11 +119,14 @@ class ShmConnections final : public ConnectionSet {
     store.get(readyKey, std::max(left, std::chrono::milliseconds(0)));
     auto segment = openShmSegment(
         name, deadline, [this] { return abortReason(); }, "the group segment");
-    if (!segment)
+    if (!segment) {
+      // Rank 0 removes the name when it fails; usually because a peer died. Name that peer.
+      const std::string dead = checkPeers();
       throw CommError(fmt::format(
-          "shm transport: the group segment {} is gone although rank 0 announced it; rank 0 has "
-          "probably failed or exited (see its error)",
-          name));
+          "shm transport: the group segment {} is gone although rank 0 announced it; {}", name,
+          dead.empty() ? "rank 0 has probably failed or exited (see its error)"
+                       : dead + " (rank 0 then gave up and removed the segment)"));
+    }
     waitUntil([&] { return ShmGroup::isReady(*segment); }, deadline,
               [this] { return abortReason(); }, "rank 0 to publish the group segment " + name);
     group_ = std::make_unique<ShmGroup>(std::move(*segment), nranks_);
