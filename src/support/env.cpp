@@ -17,16 +17,15 @@ std::optional<std::string> envString(const char* name) {
   return std::string(value);
 }
 
-std::optional<std::int64_t> envInt(const char* name, std::int64_t minValue,
-                                   std::int64_t maxValue) {
+std::optional<std::int64_t> envInt(const char* name, std::int64_t minValue, std::int64_t maxValue) {
   const auto text = envString(name);
   if (!text) return std::nullopt;
   errno = 0;
   char* end = nullptr;
   const long long value = std::strtoll(text->c_str(), &end, 10);
   if (errno != 0 || end == text->c_str() || *end != '\0' || value < minValue || value > maxValue)
-    throw OptionError(fmt::format("{}='{}' is not an integer in [{}, {}]", name, *text, minValue,
-                                  maxValue));
+    throw OptionError(
+        fmt::format("{}='{}' is not an integer in [{}, {}]", name, *text, minValue, maxValue));
   return value;
 }
 
@@ -47,11 +46,16 @@ std::chrono::milliseconds parseDuration(std::string_view text, std::string_view 
   const double value = std::strtod(s.c_str(), &end);
   const std::string_view unit(end);
   double scale = 0;  // milliseconds per unit
-  if (unit.empty() || unit == "s") scale = 1000;
-  else if (unit == "ms") scale = 1;
-  else if (unit == "us") scale = 0.001;
-  else if (unit == "m" || unit == "min") scale = 60'000;
-  else if (unit == "h") scale = 3'600'000;
+  if (unit.empty() || unit == "s")
+    scale = 1000;
+  else if (unit == "ms")
+    scale = 1;
+  else if (unit == "us")
+    scale = 0.001;
+  else if (unit == "m" || unit == "min")
+    scale = 60'000;
+  else if (unit == "h")
+    scale = 3'600'000;
   const double ms = value * scale;
   if (errno != 0 || end == s.c_str() || scale == 0 || !std::isfinite(ms) || ms <= 0 || ms > 1e12)
     throw OptionError(fmt::format(

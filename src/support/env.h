@@ -15,8 +15,7 @@ std::optional<std::string> envString(const char* name);
 
 // Decimal integer in [minValue, maxValue]; nullopt when unset. Throws OptionError naming the
 // variable, its value and the range.
-std::optional<std::int64_t> envInt(const char* name, std::int64_t minValue,
-                                   std::int64_t maxValue);
+std::optional<std::int64_t> envInt(const char* name, std::int64_t minValue, std::int64_t maxValue);
 
 // A byte size as parseSize accepts ("256K"); nullopt when unset; OptionError naming the variable.
 std::optional<std::uint64_t> envSize(const char* name);

@@ -167,20 +167,21 @@ TEST(FailuresTest, BadArgumentsAreOptionErrorsAndLeaveTheCommunicatorUsable) {
                "too large");
   // Nothing reached the peer: the pair still works, with sequence numbers in step.
   EXPECT_EQ(comms[0].sequence(), 0u);
+  std::vector<Buffer> own{Buffer(DataType::float32, 8), Buffer(DataType::float32, 8)};
   apitest::inGroup(2, [&](int r) {
-    comms[r].allReduce(b.data(), b.data(), 8, DataType::float32, ReduceOp::max);
+    comms[r].allReduce(own[r].data(), own[r].data(), 8, DataType::float32, ReduceOp::max);
   });
   EXPECT_EQ(comms[1].sequence(), 1u);
 }
 
 TEST(FailuresTest, BadArgumentsInsideAGroupThrowAtTheCall) {
   auto comms = Communicator::initAll(2, apitest::testConfig());
-  Buffer b(DataType::float32, 8);
+  Buffer b0(DataType::float32, 8), b1(DataType::float32, 8);  // one per rank: no shared data
   groupStart();
-  comms[0].allReduce(b.data(), b.data(), 8, DataType::float32, ReduceOp::sum);
-  EXPECT_THROW(comms[1].allReduce(nullptr, b.data(), 8, DataType::float32, ReduceOp::sum),
+  comms[0].allReduce(b0.data(), b0.data(), 8, DataType::float32, ReduceOp::sum);
+  EXPECT_THROW(comms[1].allReduce(nullptr, b1.data(), 8, DataType::float32, ReduceOp::sum),
                OptionError);
-  comms[1].allReduce(b.data(), b.data(), 8, DataType::float32, ReduceOp::sum);
+  comms[1].allReduce(b1.data(), b1.data(), 8, DataType::float32, ReduceOp::sum);
   groupEnd();
   EXPECT_EQ(comms[0].sequence(), 1u);
 }
