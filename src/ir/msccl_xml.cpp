@@ -445,39 +445,6 @@ class XmlReader {
 // ---------------------------------------------------------------------------------------------
 // Writing
 
-void appendEscaped(std::string& out, std::string_view text) {
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      case '\n':
-        out += "&#10;";
-        break;
-      case '\r':
-        out += "&#13;";
-        break;
-      case '\t':
-        out += "&#9;";
-        break;
-      default:
-        out += c;
-    }
-  }
-}
-
 // XML steps a step occupies: one per dependency (the extras become nops), at least one.
 int xmlWidth(const Step& step) {
   return std::max<int>(1, static_cast<int>(step.deps.size()));
@@ -600,7 +567,7 @@ void appendAlgo(std::string& out, const Algorithm& algorithm, const MscclWriteOp
     coll = "reduce_scatter";
   }
   out += "<algo name=\"";
-  appendEscaped(out, algorithm.name);
+  appendXmlEscaped(out, algorithm.name);
   out += "\" proto=\"";
   out += protocolName(algorithm.protocol);
   out += "\" nchannels=\"";

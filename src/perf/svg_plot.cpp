@@ -13,6 +13,7 @@
 
 #include "support/error.h"
 #include "support/size.h"
+#include "support/strings.h"
 
 namespace chorus::perf {
 
@@ -24,24 +25,7 @@ constexpr double kLeft = 70, kRight = 230, kTop = 40, kBottom = 60;
 
 std::string escapeXml(std::string_view text) {
   std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
+  appendXmlEscaped(out, text);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "compile_for_test.h"
 #include "runtime/interpreter.h"
 #include "support/error.h"
 #include "transport/thread/thread_group.h"
@@ -15,14 +16,7 @@
 namespace chorus {
 namespace {
 
-ir::Algorithm compile(const std::string& name, int ranks, int nodes = 0, int gpus = 0) {
-  algorithms::BuildRequest request;
-  request.algorithm = name;
-  request.ranks = ranks;
-  request.nodes = nodes;
-  request.gpusPerNode = gpus;
-  return algorithms::compileAlgorithm(request).algorithm;
-}
+using testing_support::compileForTest;
 
 // AllReduce of rank r's (r + 1 + i % 5) over all ranks with `threads` executor threads each.
 void checkAllReduce(const ir::Algorithm& a, int threads) {
@@ -51,13 +45,13 @@ void checkAllReduce(const ir::Algorithm& a, int threads) {
 }
 
 TEST(ExecutorThreads, ExactResultsWithSeveralThreadsPerRank) {
-  checkAllReduce(compile("allreduce.ring", 3), 2);
-  checkAllReduce(compile("allreduce.allpairs", 4), 3);
-  checkAllReduce(compile("allreduce.hierarchical", 0, 2, 2), 4);
+  checkAllReduce(compileForTest("allreduce.ring", 3), 2);
+  checkAllReduce(compileForTest("allreduce.allpairs", 4), 3);
+  checkAllReduce(compileForTest("allreduce.hierarchical", 0, 2, 2), 4);
 }
 
 TEST(ExecutorThreads, TimeoutStillEndsEveryThread) {
-  const auto a = compile("allreduce.allpairs", 3);
+  const auto a = compileForTest("allreduce.allpairs", 3);
   const std::size_t count = (std::size_t{1} << 20) / 4 * 3;
   std::vector<float> in(count, 1.0f), out(count);
   transport::ThreadGroup group(3, {8, 16 << 10});

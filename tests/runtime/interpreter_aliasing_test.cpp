@@ -7,18 +7,14 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "compile_for_test.h"
 #include "runtime/interpreter.h"
 #include "transport/thread/thread_group.h"
 
 namespace chorus {
 namespace {
 
-ir::Algorithm compile(const std::string& name, int ranks) {
-  algorithms::BuildRequest request;
-  request.algorithm = name;
-  request.ranks = ranks;
-  return algorithms::compileAlgorithm(request).algorithm;
-}
+using testing_support::compileForTest;
 
 // Runs `a` on `ranks` threads; rank r's input holds r+1+i at element i.
 void runAll(const ir::Algorithm& a, std::vector<std::vector<float>>& in,
@@ -42,7 +38,7 @@ void runAll(const ir::Algorithm& a, std::vector<std::vector<float>>& in,
 }
 
 TEST(InterpreterAliasing, InPlaceAllReducePlanWithSeparateBuffers) {
-  const auto a = compile("allreduce.ring", 3);
+  const auto a = compileForTest("allreduce.ring", 3);
   ASSERT_TRUE(a.inPlace);
   const std::size_t count = 3 * 1000;  // divisible: the input is moved, not staged
   std::vector<std::vector<float>> in(3), out(3, std::vector<float>(count, -1));
@@ -59,7 +55,7 @@ TEST(InterpreterAliasing, InPlaceAllReducePlanWithSeparateBuffers) {
 }
 
 TEST(InterpreterAliasing, OutOfPlaceAllGatherPlanCalledInPlace) {
-  const auto a = compile("allgather.ring", 4);
+  const auto a = compileForTest("allgather.ring", 4);
   ASSERT_FALSE(a.inPlace);
   const std::size_t count = 257;
   std::vector<std::vector<float>> in(4), out(4, std::vector<float>(4 * count, -1));
@@ -75,7 +71,7 @@ TEST(InterpreterAliasing, OutOfPlaceAllGatherPlanCalledInPlace) {
 }
 
 TEST(InterpreterAliasing, OutOfPlaceReduceScatterPlanCalledInPlace) {
-  const auto a = compile("reducescatter.ring", 3);
+  const auto a = compileForTest("reducescatter.ring", 3);
   ASSERT_FALSE(a.inPlace);
   const std::size_t count = 300;  // per-rank output; the input holds 3 blocks
   std::vector<std::vector<float>> buffers(3, std::vector<float>(3 * count));

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "algorithms/registry.h"
+#include "compile_for_test.h"
 #include "ir/msccl_xml.h"
 #include "runtime/interpreter.h"
 #include "runtime/thread_runner.h"
@@ -30,14 +31,7 @@ runtime::ThreadRunReport run(const ir::Algorithm& a, std::size_t count,
   return runtime::runOnThreads(a, options);
 }
 
-ir::Algorithm compile(const std::string& name, int ranks, int nodes = 0, int gpus = 0) {
-  algorithms::BuildRequest request;
-  request.algorithm = name;
-  request.ranks = ranks;
-  request.nodes = nodes;
-  request.gpusPerNode = gpus;
-  return algorithms::compileAlgorithm(request).algorithm;
-}
+using testing_support::compileForTest;
 
 struct LibraryCase {
   std::string algorithm;
@@ -48,7 +42,7 @@ class LibraryOnThreads : public ::testing::TestWithParam<LibraryCase> {};
 
 TEST_P(LibraryOnThreads, ExactResultsAcrossCountsTypesAndOps) {
   const auto& c = GetParam();
-  const auto a = compile(c.algorithm, c.ranks, c.nodes, c.gpus);
+  const auto a = compileForTest(c.algorithm, c.ranks, c.nodes, c.gpus);
   // Counts: tiny, not divisible by the chunking, divisible, and several tiles.
   for (std::size_t count :
        {std::size_t{1}, std::size_t{7}, std::size_t{1000}, std::size_t{4096}, std::size_t{70001}}) {
@@ -120,7 +114,7 @@ INSTANTIATE_TEST_SUITE_P(Interop, MscclFileOnThreads, ::testing::ValuesIn(validF
                          });
 
 TEST(RuntimeErrors, MismatchedCountsAreNamedOnEveryRank) {
-  const auto a = compile("allreduce.ring", 2);
+  const auto a = compileForTest("allreduce.ring", 2);
   transport::ThreadGroup group(2, {8, 4096});
   std::vector<float> in0(64, 1), out0(64), in1(32, 1), out1(32);
   std::string errors[2];
@@ -150,7 +144,7 @@ TEST(RuntimeErrors, MismatchedCountsAreNamedOnEveryRank) {
 }
 
 TEST(RuntimeErrors, MissingPeerTimesOutWithTheWaitNamed) {
-  const auto a = compile("allreduce.ring", 2);
+  const auto a = compileForTest("allreduce.ring", 2);
   transport::ThreadGroup group(2, {8, 4096});
   std::vector<float> in(64, 1), out(64);
   try {

@@ -20,10 +20,6 @@ constexpr std::size_t kPageBytes = 4096;
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "the shm FIFO counters must be lock-free to work across processes");
 
-constexpr std::size_t roundUp(std::size_t value, std::size_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
-
 }  // namespace
 
 // Segment layout: this header, then `slots` SlotMeta (one cache line each), then the payloads,

@@ -27,10 +27,6 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free &&
                   std::atomic<std::uint64_t>::is_always_lock_free,
               "the shm group's flags must be lock-free to work across processes");
 
-constexpr std::size_t roundUp(std::size_t value, std::size_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
-
 }  // namespace
 
 struct ShmGroup::Control {

@@ -13,6 +13,11 @@
 
 namespace chorus::transport {
 
+// `value` rounded up to a multiple of `multiple` (segment layouts: cache lines, pages).
+constexpr std::size_t roundUp(std::size_t value, std::size_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
 // A mapping of a shared segment; unmaps on destruction (the name is not touched). Move-only.
 class ShmSegment {
  public:
