@@ -102,7 +102,11 @@ std::vector<AlgorithmInfo> allPairsAlgorithms() {
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {},
-       .build = &buildAllReduceAllPairs},
+       .build = &buildAllReduceAllPairs,
+       .steps = "2",
+       .bytesSent = "2(p−1)/p · n",
+       .cost = "2α + 2(p−1)/p · nβ + (p−1)/p · nγ (p−1 links at once)",
+       .winsWhen = "small and medium buffers on a fully connected fabric"},
       {.name = "allreduce.oneshot",
        .collective = "allreduce",
        .description = "one-shot: every rank sends its buffer to all, each reduces all copies",
@@ -110,7 +114,11 @@ std::vector<AlgorithmInfo> allPairsAlgorithms() {
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {},
-       .build = &buildAllReduceOneShot},
+       .build = &buildAllReduceOneShot,
+       .steps = "1",
+       .bytesSent = "(p−1) · n",
+       .cost = "α + (p−1) · nβ + (p−1) · nγ (p−1 links at once)",
+       .winsWhen = "tiny buffers: the least latency; results agree bitwise"},
   };
 }
 

@@ -1,5 +1,5 @@
 // AllToAll algorithms: alltoall.two-step (N nodes x G GPUs, seed 000 §7.3 Figure 8) and
-// alltoall.allpairs (direct, any number of ranks). Both out of place, chunk factor 1.
+// alltoall.direct (direct, any number of ranks). Both out of place, chunk factor 1.
 //
 // Algorithm (two-step), rank (n,g) = n*G + g; chunk (n,g) of every input goes to rank (n,g):
 //   1. For a destination (n,g) on another node than the source (m,i), the source first copies
@@ -75,15 +75,23 @@ std::vector<AlgorithmInfo> allToAllAlgorithms() {
        .shape = Shape::nodes,
        .minRanks = 2,
        .params = {},
-       .build = &buildTwoStep},
-      {.name = "alltoall.allpairs",
+       .build = &buildTwoStep,
+       .steps = "2",
+       .bytesSent = "(G−1)/G · n intra + (N−1)/N · n inter",
+       .cost = "(G−1)α_i + (G−1)/G · nβ_i + (N−1)α_e + (N−1)/N · nβ_e",
+       .winsWhen = "many nodes, small messages: N−1 instead of (N−1)G inter-node messages per GPU"},
+      {.name = "alltoall.direct",
        .collective = "alltoall",
        .description = "direct: every rank copies chunk d straight to rank d's output",
        .citation = "seed 000 §7.3 (naive one-step AllToAll)",
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {},
-       .build = &buildAllPairs},
+       .build = &buildAllPairs,
+       .steps = "1 (p−1 concurrent)",
+       .bytesSent = "(p−1)/p · n",
+       .cost = "α + (p−1)/p · nβ (p−1 links at once); (p−1)α + (p−1)/p · nβ on one port",
+       .winsWhen = "small and medium buffers, fully connected fabric"},
   };
 }
 

@@ -67,7 +67,11 @@ std::vector<AlgorithmInfo> allToNextAlgorithms() {
        .shape = Shape::nodes,
        .minRanks = 2,
        .params = {},
-       .build = &buildAllToNext},
+       .build = &buildAllToNext,
+       .steps = "1 inside a node, 3 at a node boundary",
+       .bytesSent = "n",
+       .cost = "α + nβ_i inside a node; 3α + n/G · (2β_i + β_e) at a boundary",
+       .winsWhen = "pipeline-parallel sends between nodes with G network links"},
   };
 }
 

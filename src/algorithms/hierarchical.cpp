@@ -83,7 +83,11 @@ std::vector<AlgorithmInfo> hierarchicalAlgorithms() {
                    .minValue = 0,
                    .maxValue = 1,
                    .description = "0 = compiler picks channels, 1 = channels 0/1/2 per phase"}},
-       .build = &buildHierarchical},
+       .build = &buildHierarchical,
+       .steps = "2(G−1) + 2(N−1)",
+       .bytesSent = "2(G−1)/G · n intra + 2(N−1)/(NG) · n inter",
+       .cost = "2(G−1)(α_i + n/G · β_i) + 2(N−1)(α_e + n/(NG) · β_e) + γ terms",
+       .winsWhen = "several nodes: inter-node traffic is 1/G of the ring's"},
   };
 }
 

@@ -21,8 +21,11 @@ constexpr std::size_t kMaxListedViolations = 10;
 
 std::vector<AlgorithmInfo> collectAlgorithms() {
   std::vector<AlgorithmInfo> all;
-  for (auto family : {&ringAlgorithms, &allPairsAlgorithms, &hierarchicalAlgorithms,
-                      &allToAllAlgorithms, &allToNextAlgorithms, &treeAlgorithms}) {
+  for (auto family :
+       {&ringAlgorithms, &allPairsAlgorithms, &hierarchicalAlgorithms, &allToAllAlgorithms,
+        &allToNextAlgorithms, &treeAlgorithms, &halvingDoublingAlgorithms, &directAlgorithms,
+        &doubleBinaryTreeAlgorithms, &twoDimensionalAlgorithms, &broadcastAlgorithms,
+        &bruckAlgorithms, &hierarchicalAllToAllAlgorithms, &hierarchicalAllGatherAlgorithms}) {
     for (AlgorithmInfo& info : family())
       all.push_back(std::move(info));
   }

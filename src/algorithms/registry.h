@@ -67,6 +67,13 @@ struct AlgorithmInfo {
   int minRanks = 2;  // smallest total number of ranks the algorithm supports
   std::vector<ParamInfo> params;
   Builder build = nullptr;
+  // Documentation, in the notation of docs/algorithms.md (p ranks, N nodes x G GPUs, n bytes of
+  // the largest per-rank buffer, α latency, β seconds per byte, γ reduction seconds per byte).
+  // `chorus algorithms --markdown` turns these into the table of docs/algorithms.md.
+  std::string steps;      // communication rounds on the critical path, e.g. "2(p−1)"
+  std::string bytesSent;  // bytes each rank sends, e.g. "2(p−1)/p · n"
+  std::string cost;       // α-β-γ time, e.g. "2(p−1)α + 2(p−1)/p · nβ + (p−1)/p · nγ"
+  std::string winsWhen;   // when it is the best choice, e.g. "large buffers, any p"
 };
 
 // All built-in algorithms, sorted by name. Thread-safe (built once).

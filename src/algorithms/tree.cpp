@@ -103,7 +103,11 @@ std::vector<AlgorithmInfo> treeAlgorithms() {
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {rootParam()},
-       .build = &buildBroadcastBinomial},
+       .build = &buildBroadcastBinomial,
+       .steps = "⌈lg p⌉",
+       .bytesSent = "≤ ⌈lg p⌉ · n (root)",
+       .cost = "⌈lg p⌉(α + nβ)",
+       .winsWhen = "small buffers"},
       {.name = "reduce.binomial",
        .collective = "reduce",
        .description = "binomial tree into the root: log2(R) rounds of receive-and-add",
@@ -111,7 +115,11 @@ std::vector<AlgorithmInfo> treeAlgorithms() {
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {rootParam()},
-       .build = &buildReduceBinomial},
+       .build = &buildReduceBinomial,
+       .steps = "⌈lg p⌉",
+       .bytesSent = "n (root: 0)",
+       .cost = "⌈lg p⌉(α + nβ + nγ)",
+       .winsWhen = "small buffers"},
   };
 }
 

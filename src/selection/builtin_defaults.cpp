@@ -35,7 +35,7 @@ std::pair<std::string, std::string> chooseAlgorithm(const runtime::PlanRequest& 
     case ir::CollectiveKind::reducescatter:
       return {"reducescatter.ring", "every size"};
     case ir::CollectiveKind::alltoall:
-      return {"alltoall.allpairs", "every size"};
+      return {"alltoall.direct", "every size"};
     case ir::CollectiveKind::broadcast:
       return {"broadcast.binomial", fmt::format("root {}", request.root)};
     case ir::CollectiveKind::reduce:

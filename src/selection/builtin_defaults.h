@@ -24,7 +24,7 @@ inline constexpr int kAllPairsMaxRanks = 16;
 //   1 rank: "<collective>.self" (a local copy, or nothing in place);
 //   allreduce: allreduce.oneshot up to kAllReduceOneShotBytes (up to kOneShotMaxRanks ranks),
 //     allreduce.allpairs below kAllReduceRingBytes (up to kAllPairsMaxRanks ranks),
-//     else allreduce.ring; allgather.ring; reducescatter.ring; alltoall.allpairs;
+//     else allreduce.ring; allgather.ring; reducescatter.ring; alltoall.direct;
 //   broadcast.binomial and reduce.binomial rooted at request.root.
 // Compiled on first use and cached process-wide (plan_cache.h). Plan::source says why, e.g.
 // "built-in default: >= 256 KiB". Throws OptionError for a custom collective.

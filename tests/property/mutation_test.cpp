@@ -135,7 +135,7 @@ INSTANTIATE_TEST_SUITE_P(
     Compiled, Mutation,
     ::testing::Values(Case{"allreduce.ring", 4}, Case{"allreduce.allpairs", 4},
                       Case{"allgather.ring", 4}, Case{"reducescatter.ring", 4},
-                      Case{"alltoall.allpairs", 3}, Case{"allreduce.hierarchical", 0, 2, 3},
+                      Case{"alltoall.direct", 3}, Case{"allreduce.hierarchical", 0, 2, 3},
                       Case{"alltoall.two-step", 0, 2, 2}, Case{"alltonext", 0, 2, 2}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string name = info.param.algorithm + "_" + std::to_string(info.index);

@@ -117,7 +117,7 @@ TEST(LibraryOnShmIterations, BackToBackCallsReuseTheSegments) {
 // family (counts not divisible by the chunking included).
 TEST(LibraryOnShmLarge, SeveralMebibytesPerRank) {
   for (const char* name : {"allreduce.ring", "allgather.ring", "reducescatter.ring",
-                           "alltoall.allpairs", "broadcast.binomial"}) {
+                           "alltoall.direct", "broadcast.binomial"}) {
     const auto a = compile(algorithms::findAlgorithm(name));
     runtime::ProcessRunOptions options;
     options.count = (std::size_t{3} << 20) / 4 + 3;  // just over 3 MiB of float32

@@ -64,7 +64,7 @@ INSTANTIATE_TEST_SUITE_P(
     Registry, LibraryOnThreads,
     ::testing::Values(LibraryCase{"allreduce.ring", 4}, LibraryCase{"allreduce.ring", 3},
                       LibraryCase{"allreduce.allpairs", 4}, LibraryCase{"allgather.ring", 5},
-                      LibraryCase{"reducescatter.ring", 4}, LibraryCase{"alltoall.allpairs", 3},
+                      LibraryCase{"reducescatter.ring", 4}, LibraryCase{"alltoall.direct", 3},
                       LibraryCase{"allreduce.hierarchical", 0, 2, 3},
                       LibraryCase{"alltoall.two-step", 0, 2, 2}, LibraryCase{"alltonext", 0, 2, 3}),
     [](const ::testing::TestParamInfo<LibraryCase>& info) {

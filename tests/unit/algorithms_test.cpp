@@ -184,7 +184,7 @@ TEST(RegistryTest, ListsAllAlgorithmsSortedWithCompleteInfo) {
   EXPECT_THAT(
       names, ::testing::ElementsAre("allgather.ring", "allreduce.allpairs",
                                     "allreduce.hierarchical", "allreduce.oneshot", "allreduce.ring",
-                                    "alltoall.allpairs", "alltoall.two-step", "alltonext",
+                                    "alltoall.direct", "alltoall.two-step", "alltonext",
                                     "broadcast.binomial", "reduce.binomial", "reducescatter.ring"));
 }
 
