@@ -19,17 +19,12 @@
 #include <numeric>
 #include <vector>
 
+#include "algorithms/common.h"
 #include "algorithms/families.h"
 #include "algorithms/ring_helpers.h"
 
 namespace chorus::algorithms {
 namespace {
-
-std::vector<int> allRanks(int count) {
-  std::vector<int> ranks(count);
-  std::iota(ranks.begin(), ranks.end(), 0);
-  return ranks;
-}
 
 RingOptions ringOptions(const BuildArgs& args, lang::Buffer buffer) {
   RingOptions options;
@@ -70,14 +65,6 @@ std::unique_ptr<lang::Program> buildReduceScatterRing(const std::string& name,
     program->chunk(r, lang::Buffer::input, r).copy(r, lang::Buffer::output, 0);
   }
   return program;
-}
-
-ParamInfo channelsParam() {
-  return {.name = "channels",
-          .defaultValue = 1,
-          .minValue = 1,
-          .maxValue = 32,
-          .description = "channels per ring: chunk c's hops use channel c % channels"};
 }
 
 }  // namespace

@@ -20,29 +20,12 @@
 
 #include <vector>
 
+#include "algorithms/common.h"
 #include "algorithms/families.h"
 #include "support/error.h"
 
 namespace chorus::algorithms {
 namespace {
-
-// The root parameter, checked against the rank count (its declared range is 0..255).
-int rootOf(const std::string& name, const BuildArgs& args) {
-  const int root = args.param("root");
-  if (root >= args.ranks) {
-    throw OptionError(fmt::format("{}: root {} is not a rank of 0..{}; use --set root=0..{}", name,
-                                  root, args.ranks - 1, args.ranks - 1));
-  }
-  return root;
-}
-
-// The smallest power of two >= size.
-int treeSpan(int size) {
-  int span = 1;
-  while (span < size)
-    span *= 2;
-  return span;
-}
 
 std::unique_ptr<lang::Program> buildBroadcastBinomial(const std::string& name,
                                                       const BuildArgs& args) {
@@ -52,7 +35,7 @@ std::unique_ptr<lang::Program> buildBroadcastBinomial(const std::string& name,
                                                  args.programOptions);
   auto rankOf = [&](int v) { return (v + root) % size; };
   program->chunk(root, lang::Buffer::input, 0).copy(root, lang::Buffer::output, 0);
-  for (int mask = treeSpan(size) / 2; mask >= 1; mask /= 2) {
+  for (int mask = powerOfTwoAtLeast(size) / 2; mask >= 1; mask /= 2) {
     for (int v = 0; v + mask < size; v += 2 * mask) {
       program->chunk(rankOf(v), lang::Buffer::output, 0)
           .copy(rankOf(v + mask), lang::Buffer::output, 0);
@@ -82,14 +65,6 @@ std::unique_ptr<lang::Program> buildReduceBinomial(const std::string& name, cons
     }
   }
   return program;
-}
-
-ParamInfo rootParam() {
-  return {.name = "root",
-          .defaultValue = 0,
-          .minValue = 0,
-          .maxValue = 255,
-          .description = "the rank that holds the data (broadcast) or receives the sum (reduce)"};
 }
 
 }  // namespace

@@ -1,0 +1,57 @@
+#include "algorithms/common.h"
+
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "support/error.h"
+
+namespace chorus::algorithms {
+
+ParamInfo rootParam() {
+  return {
+      .name = "root",
+      .defaultValue = 0,
+      .minValue = 0,
+      .maxValue = 255,
+      .description = "the rank that holds the data (broadcast) or receives the result (reduce)"};
+}
+
+int rootOf(const std::string& name, const BuildArgs& args) {
+  const int root = args.param("root");
+  if (root >= args.ranks) {
+    throw OptionError(fmt::format("{}: root {} is not a rank of 0..{}; use --set root=0..{}", name,
+                                  root, args.ranks - 1, args.ranks - 1));
+  }
+  return root;
+}
+
+ParamInfo channelsParam() {
+  return {.name = "channels",
+          .defaultValue = 1,
+          .minValue = 1,
+          .maxValue = 32,
+          .description = "channels per ring: chunk c's hops use channel c % channels"};
+}
+
+std::vector<int> allRanks(int count) {
+  std::vector<int> ranks(static_cast<std::size_t>(count));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return ranks;
+}
+
+int powerOfTwoAtLeast(int size) {
+  int power = 1;
+  while (power < size)
+    power *= 2;
+  return power;
+}
+
+int powerOfTwoAtMost(int size) {
+  int power = 1;
+  while (power * 2 <= size)
+    power *= 2;
+  return power;
+}
+
+}  // namespace chorus::algorithms
