@@ -1,6 +1,7 @@
-// Binomial-tree algorithms: broadcast.binomial and reduce.binomial (seed 001 "Binomial Tree"),
-// any number of ranks, any root, out of place, chunk factor 1. Both take log2(R) rounds of one
-// whole-buffer message per edge: T = ceil(log2 R) * (α + nβ) (+ nγ for Reduce).
+// Binomial-tree algorithms: broadcast.binomial, reduce.binomial and allreduce.binomial (seed 001
+// "Binomial Tree"), any number of ranks, chunk factor 1. Broadcast and Reduce take any root and
+// run out of place; each takes log2(R) rounds of one whole-buffer message per edge:
+// T = ceil(log2 R) * (α + nβ) (+ nγ for Reduce). AllReduce is in place and takes twice that.
 //
 // Algorithm, R ranks, ranks renumbered relative to the root (v = (r - root) mod R), P = the
 // smallest power of two >= R:
@@ -16,6 +17,13 @@
 //      broadcast, R = 6, root 0:      mask 4: 0 -> 4
 //                                     mask 2: 0 -> 2, 4 -> (6: none)
 //                                     mask 1: 0 -> 1, 2 -> 3, 4 -> 5
+//   AllReduce (seed 001: "a Reduce to rank 0 and then a Broadcast"), in place in the input:
+//     1. the Reduce above with root 0, every rank accumulating in its own input;
+//     2. the Broadcast above from rank 0, each copy overwriting the receiver's partial sum.
+//
+//      allreduce, R = 5:   reduce  mask 1: 0 <+ 1, 2 <+ 3     broadcast  mask 4: 0 => 4
+//                                  mask 2: 0 <+ 2                        mask 2: 0 => 2
+//                                  mask 4: 0 <+ 4                        mask 1: 0 => 1, 2 => 3
 #include <fmt/format.h>
 
 #include <vector>
@@ -67,10 +75,41 @@ std::unique_ptr<lang::Program> buildReduceBinomial(const std::string& name, cons
   return program;
 }
 
+std::unique_ptr<lang::Program> buildAllReduceBinomial(const std::string& name,
+                                                      const BuildArgs& args) {
+  const int size = args.ranks;
+  auto program =
+      std::make_unique<lang::Program>(name, lang::allReduce(size, 1, true), args.programOptions);
+  for (int mask = 1; mask < size; mask *= 2) {
+    for (int v = 0; v + mask < size; v += 2 * mask) {
+      program->chunk(v, lang::Buffer::input, 0)
+          .reduce(program->chunk(v + mask, lang::Buffer::input, 0));
+    }
+  }
+  for (int mask = powerOfTwoAtLeast(size) / 2; mask >= 1; mask /= 2) {
+    for (int v = 0; v + mask < size; v += 2 * mask) {
+      program->chunk(v, lang::Buffer::input, 0).copy(v + mask, lang::Buffer::input, 0);
+    }
+  }
+  return program;
+}
+
 }  // namespace
 
 std::vector<AlgorithmInfo> treeAlgorithms() {
   return {
+      {.name = "allreduce.binomial",
+       .collective = "allreduce",
+       .description = "binomial-tree Reduce to rank 0, then binomial-tree Broadcast, in place",
+       .citation = "seed 001 Binomial Tree (Reduce then Broadcast for All-Reduce)",
+       .shape = Shape::ranks,
+       .minRanks = 2,
+       .params = {},
+       .build = &buildAllReduceBinomial,
+       .steps = "2⌈lg p⌉",
+       .bytesSent = "≤ ⌈lg p⌉ · n (rank 0: ⌈lg p⌉ · n, a leaf: n)",
+       .cost = "2⌈lg p⌉(α + nβ) + ⌈lg p⌉ · nγ",
+       .winsWhen = "tiny buffers where a ring's 2(p−1) latency terms dominate"},
       {.name = "broadcast.binomial",
        .collective = "broadcast",
        .description = "binomial tree from the root: log2(R) rounds, whole buffer per message",
