@@ -48,6 +48,9 @@ struct CommConfig {
   std::optional<std::string> algo;
   // Directory of MSCCL XML / chorus JSON plans to prefer over the library (CHORUS_ALGO_DIR).
   std::optional<std::string> algoDir;
+  // A `chorus tune` selection table consulted before the one shipped with chorus
+  // (CHORUS_TUNING_FILE); "off" uses neither (built-in defaults only).
+  std::optional<std::string> tuningFile;
   // FIFO shape (CHORUS_SLOTS, CHORUS_SLOT_BYTES; default 8 slots of 256 KiB).
   std::optional<int> slots;
   std::optional<std::size_t> slotBytes;
@@ -59,7 +62,7 @@ struct CommConfig {
 // Where a call's plan came from; filled for the most recent collective (see lastPlan()).
 struct PlanInfo {
   std::string algorithm;  // "allreduce.ring", "allpairs_8r.xml", ...
-  std::string source;     // "built-in default", "CHORUS_ALGO", "CHORUS_ALGO_DIR", ...
+  std::string source;     // "built-in default", "CHORUS_ALGO", "CHORUS_ALGO_DIR", "tuned ..."
 };
 
 class Communicator {

@@ -92,6 +92,8 @@ ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind) {
   resolved.transport = resolveTransport(config, kind);
   resolved.algo = config.algo ? *config.algo : envString("CHORUS_ALGO").value_or("");
   resolved.algoDir = config.algoDir ? *config.algoDir : envString("CHORUS_ALGO_DIR").value_or("");
+  resolved.tuningFile =
+      config.tuningFile ? *config.tuningFile : envString("CHORUS_TUNING_FILE").value_or("");
   resolved.fifo.slots = resolveSlots(config);
   resolved.fifo.slotBytes = resolveSlotBytes(config);
   resolved.threads = resolveThreads(config);

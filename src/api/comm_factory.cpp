@@ -70,7 +70,13 @@ std::vector<Communicator> makeShmThreadCommunicators(int nranks, const ResolvedC
 }  // namespace
 
 std::shared_ptr<runtime::PlanProvider> selectPlans(int nranks, const ResolvedConfig& config) {
-  return selection::makePlanProvider({nranks, config.algo, config.algoDir});
+  selection::SelectionConfig selection;
+  selection.nranks = nranks;
+  selection.algo = config.algo;
+  selection.algoDir = config.algoDir;
+  selection.tuningFile = config.tuningFile;
+  selection.transport = std::string(transportName(config.transport));
+  return selection::makePlanProvider(selection);
 }
 
 int nextCommunicatorIndex(const std::string& key) {

@@ -96,18 +96,22 @@ std::string sweepTitle(std::string_view program, const SweepOptions& options, in
 bool runAndReport(RankRunner& runner, const SweepOptions& options, const BenchArgs& args,
                   std::string_view title) {
   const bool leader = runner.rank() == 0;
-  if (leader) {
+  const bool print = leader && args.printTable;
+  if (print) {
     fmt::print("{}", tableHeader(title));
     std::fflush(stdout);
   }
   const std::vector<BenchRecord> records =
-      runSweep(runner, options, [](const BenchRecord& outOfPlace, const BenchRecord& inPlace) {
+      runSweep(runner, options, [print](const BenchRecord& outOfPlace, const BenchRecord& inPlace) {
+        if (!print) return;
         fmt::print("{}", tableRow(outOfPlace, inPlace));
         std::fflush(stdout);
       });
   if (leader) {
-    fmt::print("{}", tableFooter(records));
-    std::fflush(stdout);
+    if (print) {
+      fmt::print("{}", tableFooter(records));
+      std::fflush(stdout);
+    }
     if (!args.jsonPath.empty()) writeRecordsFile(args.jsonPath, records);
     if (!args.plotPath.empty()) {
       PlotOptions plot;

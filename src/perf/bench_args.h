@@ -29,6 +29,7 @@ struct BenchArgs {
   int maxBatches = 50;
   std::string jsonPath;
   std::string plotPath;
+  bool printTable = true;  // false: rank 0 prints nothing (`chorus tune` reads --json instead)
 };
 
 // Adds COLL (positional), -b, -e, -f, --dtype, --op, --root, --check/--no-check,

@@ -9,39 +9,19 @@
 #include "algorithms/registry.h"
 #include "support/error.h"
 #include "support/size.h"
+#include "support/strings.h"
 
 namespace chorus::selection {
 namespace {
 
 constexpr const char* kSyntax =
-    "CHORUS_ALGO takes COLL=NAME[:MIN-MAX][,NAME[:MIN-MAX]...] groups separated by ';', e.g. "
-    "'allreduce=allpairs:0-64K,ring:64K-max;alltoall=two-step'";
+    "CHORUS_ALGO takes COLL=NAME[{KEY=VALUE,...}][:MIN-MAX][,...] groups separated by ';', e.g. "
+    "'allreduce=allpairs:0-64K,ring{channels=2}:64K-max;alltoall=two-step'";
 
 constexpr ir::CollectiveKind kCollectives[] = {
     ir::CollectiveKind::allreduce, ir::CollectiveKind::allgather, ir::CollectiveKind::reducescatter,
     ir::CollectiveKind::alltoall,  ir::CollectiveKind::broadcast, ir::CollectiveKind::reduce,
 };
-
-std::string_view trim(std::string_view text) {
-  const auto notSpace = [](char c) { return c != ' ' && c != '\t' && c != '\n' && c != '\r'; };
-  while (!text.empty() && !notSpace(text.front()))
-    text.remove_prefix(1);
-  while (!text.empty() && !notSpace(text.back()))
-    text.remove_suffix(1);
-  return text;
-}
-
-std::vector<std::string_view> split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t at = text.find(separator, start);
-    parts.push_back(text.substr(start, at == std::string_view::npos ? at : at - start));
-    if (at == std::string_view::npos) break;
-    start = at + 1;
-  }
-  return parts;
-}
 
 ir::CollectiveKind parseCollective(std::string_view name, std::string_view group) {
   const std::optional<ir::CollectiveKind> kind = ir::parseCollectiveName(name);
@@ -58,29 +38,6 @@ ir::CollectiveKind parseCollective(std::string_view name, std::string_view group
 bool isFileName(std::string_view name) {
   return name.find('/') != std::string_view::npos || name.ends_with(".xml") ||
          name.ends_with(".json") || name.ends_with(".txt");
-}
-
-// The registry name for `name` ("ring" or "allreduce.ring") under collective `kind`.
-std::string resolveAlgorithm(std::string_view name, ir::CollectiveKind kind,
-                             std::string_view entry) {
-  const std::string collective(ir::collectiveName(kind));
-  std::vector<std::string> choices;
-  for (const algorithms::AlgorithmInfo& info : algorithms::listAlgorithms()) {
-    if (info.name == name && info.collective != collective) {
-      throw OptionError(
-          fmt::format("CHORUS_ALGO entry '{}': {} implements {}, not {}; move it to a '{}=' "
-                      "group",
-                      entry, info.name, info.collective, collective, info.collective));
-    }
-    if (info.collective != collective) continue;
-    if (info.name == name || info.name == collective + "." + std::string(name)) return info.name;
-    choices.push_back(info.name.substr(collective.size() + 1));
-  }
-  throw OptionError(fmt::format(
-      "CHORUS_ALGO entry '{}': unknown {} algorithm '{}'; choose one of {} (or the full names "
-      "'{}.NAME'), or give a plan file path ending in .xml, .json or .txt",
-      entry, collective, name,
-      choices.empty() ? "(none)" : fmt::format("{}", fmt::join(choices, ", ")), collective));
 }
 
 std::uint64_t parseBound(std::string_view text, std::string_view entry) {
@@ -126,7 +83,7 @@ OverrideEntry parseEntry(std::string_view text, ir::CollectiveKind kind) {
   if (isFileName(name)) {
     entry.file = std::string(name);
   } else {
-    entry.algorithm = resolveAlgorithm(name, kind, text);
+    entry.choice = parseAlgorithmChoice(name, kind, fmt::format("CHORUS_ALGO entry '{}'", text));
   }
   return entry;
 }
@@ -164,7 +121,7 @@ AlgoOverrides parseAlgoOverrides(std::string_view text) {
     const ir::CollectiveKind kind = parseCollective(trim(group.substr(0, equals)), group);
     std::vector<OverrideEntry>& entries = overrides[kind];
     bool any = false;
-    for (std::string_view entry : split(group.substr(equals + 1), ',')) {
+    for (std::string_view entry : split(group.substr(equals + 1), ',', true)) {
       entry = trim(entry);
       if (entry.empty()) continue;
       entries.push_back(parseEntry(entry, kind));

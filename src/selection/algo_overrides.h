@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/algorithm.h"
+#include "selection/algorithm_choice.h"
 
 namespace chorus::selection {
 
@@ -26,10 +27,10 @@ struct SizeRange {
 };
 
 struct OverrideEntry {
-  std::string text;       // the entry as written ("allpairs:0-64K"), for messages
-  SizeRange range;        // the whole size axis when the entry has no range
-  std::string algorithm;  // full registry name ("allreduce.allpairs"); empty for a file
-  std::string file;       // plan file path; empty for a library algorithm
+  std::string text;        // the entry as written ("allpairs:0-64K"), for messages
+  SizeRange range;         // the whole size axis when the entry has no range
+  AlgorithmChoice choice;  // library entries; choice.algorithm is empty for a file
+  std::string file;        // plan file path; empty for a library algorithm
 };
 
 // Entries per collective, sorted by range start; ranges of one collective never overlap.
@@ -37,7 +38,8 @@ using AlgoOverrides = std::map<ir::CollectiveKind, std::vector<OverrideEntry>>;
 
 // Parses CHORUS_ALGO. Checks the syntax, the collective names (allreduce, allgather,
 // reducescatter, alltoall, broadcast, reduce), that every library name exists for its collective
-// (a full name "allreduce.ring" or the short "ring"), the ranges (MIN < MAX, sizes like 64K or
+// (a full name "allreduce.ring" or the short "ring", optionally with settings
+// "ring{channels=2,instances=2}", see algorithm_choice.h), the ranges (MIN < MAX, sizes like 64K or
 // "max") and that no two ranges of one collective overlap. Does not open files or look at the
 // rank count. A NAME containing '/' or ending in .xml, .json or .txt is a file; paths may not
 // contain ':' ',' or ';'. Throws OptionError naming the entry and the accepted forms.

@@ -10,6 +10,7 @@ SelectionConfig selectionConfigFromEnvironment(int nranks) {
   config.nranks = nranks;
   config.algo = envString("CHORUS_ALGO").value_or("");
   config.algoDir = envString("CHORUS_ALGO_DIR").value_or("");
+  config.tuningFile = envString("CHORUS_TUNING_FILE").value_or("");
   return config;
 }
 

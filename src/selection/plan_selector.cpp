@@ -21,11 +21,6 @@ bool isRooted(ir::CollectiveKind kind) {
   return kind == ir::CollectiveKind::broadcast || kind == ir::CollectiveKind::reduce;
 }
 
-bool takesRoot(const algorithms::AlgorithmInfo& info) {
-  return std::any_of(info.params.begin(), info.params.end(),
-                     [](const algorithms::ParamInfo& param) { return param.name == "root"; });
-}
-
 }  // namespace
 
 std::string describeSelection(const runtime::PlanRequest& request, const Selection& selection) {
@@ -57,6 +52,39 @@ PlanSelector::PlanSelector(const SelectionConfig& config, int ranksPerNode)
       addOverride(kind, entry);
   }
   if (!config.algoDir.empty()) directoryPlans_ = readPlanDirectory(config.algoDir);
+  addTuningTables(config);
+}
+
+void PlanSelector::addTuningTables(const SelectionConfig& config) {
+  if (config.tuningFile == "off") return;
+  if (!config.tuningFile.empty())
+    userTuning_ = std::make_shared<const TuningFile>(readTuningFile(config.tuningFile));
+  for (ir::CollectiveKind kind : {ir::CollectiveKind::allreduce, ir::CollectiveKind::allgather,
+                                  ir::CollectiveKind::reducescatter, ir::CollectiveKind::alltoall,
+                                  ir::CollectiveKind::broadcast, ir::CollectiveKind::reduce}) {
+    TunedTable tuned;
+    for (const TuningFile* file : {userTuning_.get(), &builtinTuning()}) {
+      if (file == nullptr) continue;
+      tuned.table = file->find(kind, nranks_, config.transport);
+      tuned.source = file->source;
+      if (tuned.table != nullptr) break;
+    }
+    if (tuned.table == nullptr) continue;
+    for (const TuningEntry& entry : tuned.table->entries) {
+      try {
+        algorithms::BuildRequest probe = entry.choice.buildRequest(nranks_, ranksPerNode_);
+        if (takesRoot(algorithms::findAlgorithm(entry.choice.algorithm))) probe.params["root"] = 0;
+        compiledPlan(probe);
+      } catch (const UserError& error) {
+        throw OptionError(fmt::format(
+            "tuning file {}: the {} entry {} ({}) cannot run on this communicator ({} ranks): {}; "
+            "rerun chorus tune for this machine",
+            tuned.source, ir::collectiveName(kind), entry.choice.describe(), entry.range.describe(),
+            nranks_, error.what()));
+      }
+    }
+    tuned_[kind] = tuned;
+  }
 }
 
 void PlanSelector::addOverride(ir::CollectiveKind kind, const OverrideEntry& entry) {
@@ -88,20 +116,12 @@ void PlanSelector::addOverride(ir::CollectiveKind kind, const OverrideEntry& ent
           where, entry.file, fmt::join(rankCounts, ", "), nranks_, nranks_));
     }
   } else {
-    const algorithms::AlgorithmInfo& info = algorithms::findAlgorithm(entry.algorithm);
-    slot.build.algorithm = info.name;
+    const algorithms::AlgorithmInfo& info = algorithms::findAlgorithm(entry.choice.algorithm);
     slot.takesRoot = takesRoot(info);
-    if (info.shape == algorithms::Shape::ranks) {
-      slot.build.ranks = nranks_;
-    } else {
-      const int perNode = ranksPerNode_ == 0 ? nranks_ : ranksPerNode_;
-      if (nranks_ % perNode != 0) {
-        throw OptionError(fmt::format(
-            "{}: {} needs whole nodes, but {} ranks are not a multiple of {} ranks per node", where,
-            info.name, nranks_, perNode));
-      }
-      slot.build.nodes = nranks_ / perNode;
-      slot.build.gpusPerNode = perNode;
+    try {
+      slot.build = entry.choice.buildRequest(nranks_, ranksPerNode_);
+    } catch (const OptionError& error) {
+      throw OptionError(fmt::format("{}: {}", where, error.what()));
     }
     algorithms::BuildRequest probe = slot.build;
     if (slot.takesRoot) probe.params["root"] = 0;
@@ -151,7 +171,7 @@ bool PlanSelector::chooseOverride(const runtime::PlanRequest& request, bool expl
           return false;
         }
       }
-      out.plan = {compiledPlan(build), slot.entry.algorithm, source};
+      out.plan = {compiledPlan(build), slot.entry.choice.describe(), source};
       return true;
     }
     for (const bool exact : {true, false}) {
@@ -217,11 +237,33 @@ bool PlanSelector::chooseFromDirectory(const runtime::PlanRequest& request, bool
   return true;
 }
 
+bool PlanSelector::chooseTuned(const runtime::PlanRequest& request, bool explain,
+                               Selection& out) const {
+  const auto it = tuned_.find(request.collective);
+  if (it == tuned_.end()) return false;  // no table for this rank count: nothing to explain
+  const TuningEntry& entry = it->second.table->entryFor(request.bytes);
+  const std::string source =
+      fmt::format("tuned for {} in {}", entry.range.describe(), it->second.source);
+  algorithms::BuildRequest build = entry.choice.buildRequest(nranks_, ranksPerNode_);
+  if (isRooted(request.collective)) {
+    if (takesRoot(algorithms::findAlgorithm(entry.choice.algorithm))) {
+      build.params["root"] = request.root;
+    } else if (request.root != 0) {
+      if (explain)
+        out.skipped.push_back(fmt::format("{} ({}): root 0 only", entry.choice.describe(), source));
+      return false;
+    }
+  }
+  out.plan = {compiledPlan(build), entry.choice.describe(), source};
+  return true;
+}
+
 Selection PlanSelector::chooseWith(const runtime::PlanRequest& request, bool explain) const {
   checkRequest(request);
   Selection selection;
   if (chooseOverride(request, explain, selection)) return selection;
   if (chooseFromDirectory(request, explain, selection)) return selection;
+  if (chooseTuned(request, explain, selection)) return selection;
   selection.plan = defaultPlan(request);
   return selection;
 }

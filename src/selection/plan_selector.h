@@ -1,9 +1,11 @@
 // PlanSelector (selection layer): the PlanProvider behind makePlanProvider. Chooses, in order,
-// a CHORUS_ALGO entry whose range covers the size, a CHORUS_ALGO_DIR plan, the built-in
-// default; remembers why other candidates were passed over and logs each distinct choice once.
+// a CHORUS_ALGO entry whose range covers the size, a CHORUS_ALGO_DIR plan, the tuning table's
+// entry (CHORUS_TUNING_FILE, then the shipped table), the built-in default; remembers why other
+// candidates were passed over and logs each distinct choice once.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -13,6 +15,7 @@
 #include "selection/algo_overrides.h"
 #include "selection/plan_files.h"
 #include "selection/plan_selection.h"
+#include "selection/tuning_table.h"
 
 namespace chorus::selection {
 
@@ -49,10 +52,14 @@ class PlanSelector : public runtime::PlanProvider {
   };
 
   void addOverride(ir::CollectiveKind kind, const OverrideEntry& entry);
+  // Picks this communicator's table per collective (the user's file first) and compiles its
+  // entries; OptionError naming the file and entry when one cannot run here.
+  void addTuningTables(const SelectionConfig& config);
   void checkRequest(const runtime::PlanRequest& request) const;
   // The override covering the request, or false (reasons appended to `skipped`).
   bool chooseOverride(const runtime::PlanRequest& request, bool explain, Selection& out) const;
   bool chooseFromDirectory(const runtime::PlanRequest& request, bool explain, Selection& out) const;
+  bool chooseTuned(const runtime::PlanRequest& request, bool explain, Selection& out) const;
   Selection chooseWith(const runtime::PlanRequest& request, bool explain) const;
   void logOnce(const runtime::PlanRequest& request, const Selection& selection);
 
@@ -60,6 +67,12 @@ class PlanSelector : public runtime::PlanProvider {
   int ranksPerNode_ = 0;
   std::map<ir::CollectiveKind, std::vector<Override>> overrides_;
   std::vector<FilePlan> directoryPlans_;
+  std::shared_ptr<const TuningFile> userTuning_;  // CHORUS_TUNING_FILE, when set
+  struct TunedTable {
+    const TuningTable* table = nullptr;  // in *userTuning_ or builtinTuning()
+    std::string source;                  // the file, for Plan::source
+  };
+  std::map<ir::CollectiveKind, TunedTable> tuned_;
   std::mutex logMutex_;
   std::set<std::string> logged_;  // (collective, ranks, in-place, plan) already logged
 };

@@ -79,11 +79,14 @@ runtime::PlanRequest request(ir::CollectiveKind collective, int nranks, std::siz
   return r;
 }
 
+// Tuning tables off: these tests pin the precedence of overrides, files and built-in defaults
+// (tuning_table_test.cpp covers the tables).
 SelectionConfig config(int nranks, std::string algo = "", std::string algoDir = "") {
   SelectionConfig c;
   c.nranks = nranks;
   c.algo = std::move(algo);
   c.algoDir = std::move(algoDir);
+  c.tuningFile = "off";
   return c;
 }
 
@@ -119,17 +122,17 @@ TEST(AlgoOverridesTest, ParsesGroupsEntriesAndRanges) {
   ASSERT_EQ(overrides.size(), 2u);
   const auto& allreduce = overrides.at(ir::CollectiveKind::allreduce);
   ASSERT_EQ(allreduce.size(), 2u);
-  EXPECT_EQ(allreduce[0].algorithm, "allreduce.allpairs");  // sorted by range start
+  EXPECT_EQ(allreduce[0].choice.algorithm, "allreduce.allpairs");  // sorted by range start
   EXPECT_EQ(allreduce[0].range.min, 0u);
   EXPECT_EQ(allreduce[0].range.max, 64u * 1024);
-  EXPECT_EQ(allreduce[1].algorithm, "allreduce.ring");
+  EXPECT_EQ(allreduce[1].choice.algorithm, "allreduce.ring");
   EXPECT_EQ(allreduce[1].range.min, 64u * 1024);
   EXPECT_EQ(allreduce[1].range.max, kUnlimitedBytes);
   EXPECT_TRUE(allreduce[1].range.contains(1ull << 40));
   EXPECT_FALSE(allreduce[0].range.contains(64u * 1024));
   const auto& alltoall = overrides.at(ir::CollectiveKind::alltoall);
   ASSERT_EQ(alltoall.size(), 1u);
-  EXPECT_EQ(alltoall[0].algorithm, "alltoall.two-step");
+  EXPECT_EQ(alltoall[0].choice.algorithm, "alltoall.two-step");
   EXPECT_EQ(alltoall[0].range.min, 0u);
   EXPECT_EQ(alltoall[0].range.max, kUnlimitedBytes);
 }
@@ -137,11 +140,11 @@ TEST(AlgoOverridesTest, ParsesGroupsEntriesAndRanges) {
 TEST(AlgoOverridesTest, AcceptsFullNamesFilesAndEmptyGroups) {
   const AlgoOverrides overrides = parseAlgoOverrides(
       ";reduce_scatter=reducescatter.ring;;broadcast=/plans/b.xml:0-1M,binomial:1M-max;");
-  EXPECT_EQ(overrides.at(ir::CollectiveKind::reducescatter)[0].algorithm, "reducescatter.ring");
+  EXPECT_EQ(overrides.at(ir::CollectiveKind::reducescatter)[0].choice.algorithm, "reducescatter.ring");
   const auto& broadcast = overrides.at(ir::CollectiveKind::broadcast);
   EXPECT_EQ(broadcast[0].file, "/plans/b.xml");
-  EXPECT_TRUE(broadcast[0].algorithm.empty());
-  EXPECT_EQ(broadcast[1].algorithm, "broadcast.binomial");
+  EXPECT_TRUE(broadcast[0].choice.algorithm.empty());
+  EXPECT_EQ(broadcast[1].choice.algorithm, "broadcast.binomial");
   EXPECT_TRUE(parseAlgoOverrides("").empty());
   EXPECT_EQ(parseAlgoOverrides("allgather=plan.json").at(ir::CollectiveKind::allgather)[0].file,
             "plan.json");

@@ -30,6 +30,7 @@ Command addVerifyCommand(CLI::App& app);
 Command addRunCommand(CLI::App& app);
 Command addLaunchCommand(CLI::App& app);
 Command addBenchCommand(CLI::App& app);
+Command addTuneCommand(CLI::App& app);
 
 // Prints "chorus: error: <message>" to stderr.
 void printError(std::string_view message);

@@ -1,5 +1,7 @@
-// `chorus algorithms [--json]`: lists the algorithm library (name, collective, shape,
-// parameters with defaults, description).
+// `chorus algorithms [--long | --json | --markdown | --names]`: lists the algorithm library
+// (name, collective, shape, parameters with defaults, description; with --long, --json and
+// --markdown also steps, bytes sent per rank, α-β-γ cost, when it wins and the source).
+// docs/algorithms.md's table is the --markdown output (scripts/update_algorithms_doc.sh).
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -46,6 +48,10 @@ void printJson() {
                     {"min_ranks", info.minRanks},
                     {"parameters", params},
                     {"description", info.description},
+                    {"steps", info.steps},
+                    {"bytes_sent", info.bytesSent},
+                    {"cost", info.cost},
+                    {"wins_when", info.winsWhen},
                     {"citation", info.citation}});
   }
   fmt::print("{}\n", list.dump(2));
@@ -76,8 +82,52 @@ void printTable() {
   for (const auto& row : rows)
     printRow(row);
   fmt::print(
-      "\nParameters are set with --set NAME=VALUE; 'chorus algorithms --json' shows "
-      "their ranges and citations.\n");
+      "\nParameters are set with --set NAME=VALUE; 'chorus algorithms --long' shows each "
+      "algorithm's steps, bytes, α-β-γ cost, when it wins and its source.\n");
+}
+
+// One block per algorithm with every documented field.
+void printLong() {
+  for (const algorithms::AlgorithmInfo& info : algorithms::listAlgorithms()) {
+    fmt::print("{}  ({}, {})\n", info.name, info.collective, shapeOption(info.shape));
+    fmt::print("  {}\n", info.description);
+    fmt::print("  parameters:  {}\n", paramsSummary(info));
+    fmt::print("  steps:       {}\n", info.steps);
+    fmt::print("  bytes sent:  {} per rank\n", info.bytesSent);
+    fmt::print("  time:        {}\n", info.cost);
+    fmt::print("  wins when:   {}\n", info.winsWhen);
+    fmt::print("  source:      {}\n\n", info.citation);
+  }
+}
+
+std::string markdownCell(std::string text) {
+  std::string escaped;
+  for (char c : text) {
+    if (c == '|') escaped += '\\';
+    escaped += c;
+  }
+  return escaped;
+}
+
+// The table of docs/algorithms.md.
+void printMarkdown() {
+  fmt::print(
+      "| algorithm | collective | shape | parameters | steps | bytes sent per rank | α-β-γ time "
+      "| wins when | source |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (const algorithms::AlgorithmInfo& info : algorithms::listAlgorithms()) {
+    fmt::print("| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |\n", info.name, info.collective,
+               info.shape == algorithms::Shape::ranks ? "p ranks" : "N nodes × G",
+               markdownCell(paramsSummary(info)), markdownCell(info.steps),
+               markdownCell(info.bytesSent), markdownCell(info.cost), markdownCell(info.winsWhen),
+               markdownCell(info.citation));
+  }
+}
+
+// "NAME SHAPE MINRANKS" per line, for scripts.
+void printNames() {
+  for (const algorithms::AlgorithmInfo& info : algorithms::listAlgorithms())
+    fmt::print("{} {} {}\n", info.name, info.shape == algorithms::Shape::ranks ? "ranks" : "nodes",
+               info.minRanks);
 }
 
 }  // namespace
@@ -85,11 +135,25 @@ void printTable() {
 Command addAlgorithmsCommand(CLI::App& app) {
   CLI::App* command =
       app.add_subcommand("algorithms", "List the algorithm library: collectives and parameters");
-  auto json = std::make_shared<bool>(false);
-  command->add_flag("--json", *json, "Print a JSON array instead of a table");
-  return [json]() {
-    if (*json) {
+  auto format = std::make_shared<std::string>("table");
+  command->add_flag_callback(
+      "--json", [format] { *format = "json"; }, "Print a JSON array (every field)");
+  command->add_flag_callback(
+      "-l,--long", [format] { *format = "long"; },
+      "One block per algorithm: steps, bytes, α-β-γ cost, when it wins");
+  command->add_flag_callback(
+      "--markdown", [format] { *format = "markdown"; }, "The table of docs/algorithms.md");
+  command->add_flag_callback(
+      "--names", [format] { *format = "names"; }, "NAME SHAPE MIN_RANKS per line (for scripts)");
+  return [format]() {
+    if (*format == "json") {
       printJson();
+    } else if (*format == "long") {
+      printLong();
+    } else if (*format == "markdown") {
+      printMarkdown();
+    } else if (*format == "names") {
+      printNames();
     } else {
       printTable();
     }

@@ -32,9 +32,13 @@ int runMain(int argc, char** argv) {
                "chorus"};
   app.require_subcommand(1);
   const std::vector<std::pair<std::string, Command>> commands = {
-      {"algorithms", addAlgorithmsCommand(app)}, {"compile", addCompileCommand(app)},
-      {"verify", addVerifyCommand(app)},         {"run", addRunCommand(app)},
-      {"launch", addLaunchCommand(app)},         {"bench", addBenchCommand(app)},
+      {"algorithms", addAlgorithmsCommand(app)},
+      {"compile", addCompileCommand(app)},
+      {"verify", addVerifyCommand(app)},
+      {"run", addRunCommand(app)},
+      {"launch", addLaunchCommand(app)},
+      {"bench", addBenchCommand(app)},
+      {"tune", addTuneCommand(app)},
   };
 
   try {

@@ -1,0 +1,30 @@
+// Runs one chorus benchmark sweep on N ranks (CLI tool): threads of this process over the
+// thread transport, or forked processes over shm. Shared by `chorus bench` and `chorus tune`.
+#pragma once
+
+#include <string>
+
+#include "chorus/chorus.h"
+#include "cli.h"
+#include "perf/bench_args.h"
+#include "perf/bench_driver.h"
+
+namespace chorus::cli {
+
+struct SweepJob {
+  int ranks = 0;
+  std::string transport = "thread";  // "thread" or "shm"
+  DataType type = DataType::float32;
+  perf::SweepOptions options;  // from perf::makeSweepOptions
+  perf::BenchArgs sweep;       // the table, --json and --plot settings
+  CommConfig config;           // the communicators' configuration (CHORUS_ALGO, tuning, ...)
+  std::string algo = "auto";   // what --algo said, for the title and error messages
+};
+
+// Runs the sweep; rank 0 prints the table (unless job.sweep.printTable is off) and writes the
+// --json / --plot files. Returns ok when every element was right, failure on wrong results or
+// a rank's failure, usage for bad options. Forks (shm) before any thread exists in this
+// process; the parent only waits.
+ExitCode runSweepJob(const SweepJob& job);
+
+}  // namespace chorus::cli

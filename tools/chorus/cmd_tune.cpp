@@ -1,0 +1,385 @@
+// `chorus tune --ranks N [--transport shm]`: measures every applicable library algorithm and
+// setting of each collective over a size sweep on this machine, writes the per-size winners as
+// a tuning table (selection/tuning_table.h) that communicators load through
+// CHORUS_TUNING_FILE, and checks that `--algo auto` with the new table tracks the best
+// algorithm. Each candidate runs as one `chorus bench` sweep (bench_launch.h), out of place,
+// with every result checked; a candidate that fails or computes a wrong element is dropped.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_launch.h"
+#include "perf/progress.h"
+#include "perf/record_json.h"
+#include "runtime/datatype.h"
+#include "selection/plan_cache.h"
+#include "selection/tuning_builder.h"
+#include "support/error.h"
+#include "support/size.h"
+
+namespace chorus::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct TuneArgs {
+  int ranks = 0;
+  std::string transport = "shm";
+  std::vector<std::string> collectives = {"allreduce", "allgather", "reducescatter",
+                                          "alltoall",  "broadcast", "reduce"};
+  std::string minBytes = "8";
+  std::string maxBytes = "64M";
+  std::uint64_t factor = 4;
+  double budgetSeconds = 0.05;
+  int maxBatches = 10;
+  std::string dtype = "float32";
+  std::vector<std::string> protocols = {"simple"};
+  std::vector<int> instances = {1};
+  bool exploreParams = true;
+  double tie = 0.05;
+  std::string output = "chorus-tuning.json";
+  std::string report;
+  bool verify = true;
+};
+
+// A private temporary file name for one sweep's records.
+class TempJson {
+ public:
+  TempJson() {
+    char name[] = "/tmp/chorus-tune-XXXXXX";
+    const int fd = mkstemp(name);
+    if (fd < 0) throw UserError("cannot create a temporary file in /tmp for chorus tune");
+    close(fd);
+    path_ = name;
+  }
+  ~TempJson() { std::remove(path_.c_str()); }
+  TempJson(const TempJson&) = delete;
+  TempJson& operator=(const TempJson&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// "[#######.............] 35%  allreduce.ring{channels=2}  eta 1m20s"
+std::string progressLabel(int done, int total, const std::string& what, Clock::time_point start) {
+  constexpr int kWidth = 24;
+  const int filled = total == 0 ? kWidth : done * kWidth / total;
+  std::string bar(static_cast<std::size_t>(filled), '#');
+  bar.resize(kWidth, '.');
+  std::string eta;
+  if (done > 0) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    const int left = static_cast<int>(elapsed / done * (total - done));
+    eta = fmt::format("  eta {}m{:02}s", left / 60, left % 60);
+  }
+  return fmt::format("[{}] {:3}%  {}{}", bar, total == 0 ? 100 : done * 100 / total, what, eta);
+}
+
+struct SweepResult {
+  bool ok = false;
+  std::vector<perf::BenchRecord> records;  // out of place, checked
+};
+
+// One out-of-place, checked sweep of `collective` with `config`; records of sizes that ran.
+SweepResult runSweep(const TuneArgs& args, perf::Collective collective, const CommConfig& config,
+                     const std::string& algo) {
+  const auto type = runtime::parseDataType(args.dtype);
+  perf::BenchArgs sweep;
+  sweep.collective = std::string(perf::collectiveName(collective));
+  sweep.minBytes = args.minBytes;
+  sweep.maxBytes = args.maxBytes;
+  sweep.factor = args.factor;
+  sweep.dtype = args.dtype;
+  sweep.inplace = false;
+  sweep.check = true;
+  sweep.budgetSeconds = args.budgetSeconds;
+  sweep.maxBatches = args.maxBatches;
+  sweep.printTable = false;
+  TempJson json;
+  sweep.jsonPath = json.path();
+  SweepJob job;
+  job.ranks = args.ranks;
+  job.transport = args.transport;
+  job.type = *type;
+  job.options = perf::makeSweepOptions(sweep, args.ranks, runtime::dataTypeSize(*type));
+  job.options.library = "chorus";
+  job.options.transport = args.transport;
+  job.options.dtype = args.dtype;
+  job.options.progress = false;
+  job.sweep = sweep;
+  job.config = config;
+  job.algo = algo;
+  SweepResult result;
+  std::fflush(stdout);
+  try {
+    result.ok = runSweepJob(job) == ExitCode::ok;
+  } catch (const UserError& error) {
+    printError(fmt::format("{}: {}", algo, error.what()));
+    return result;
+  }
+  if (!std::filesystem::exists(json.path()) || std::filesystem::file_size(json.path()) == 0)
+    return result;
+  for (perf::BenchRecord& record : perf::readRecordsFile(json.path()))
+    if (!record.inplace && record.supported && record.wrong == 0 && record.timeUs > 0)
+      result.records.push_back(std::move(record));
+  return result;
+}
+
+std::vector<selection::CandidateMeasurements> measureCandidates(
+    const TuneArgs& args, perf::Collective collective,
+    const std::vector<selection::AlgorithmChoice>& choices, int& done, int total,
+    Clock::time_point start, perf::Progress& progress) {
+  const std::string name(perf::collectiveName(collective));
+  std::vector<selection::CandidateMeasurements> measured;
+  for (const selection::AlgorithmChoice& choice : choices) {
+    progress.show(done, progressLabel(done, total, choice.describe(), start));
+    CommConfig config;
+    config.transport = args.transport;
+    config.algo = fmt::format("{}={}", name, choice.describe());
+    config.tuningFile = "off";
+    const SweepResult result = runSweep(args, collective, config, choice.describe());
+    ++done;
+    if (!result.ok) {
+      progress.clear();
+      fmt::print("  {:<44} dropped: it failed or computed a wrong element\n", choice.describe());
+      continue;
+    }
+    selection::CandidateMeasurements m;
+    m.choice = choice;
+    algorithms::BuildRequest build = choice.buildRequest(args.ranks, 0);
+    if (selection::takesRoot(algorithms::findAlgorithm(choice.algorithm))) build.params["root"] = 0;
+    m.steps = ir::stepCount(*selection::compiledPlan(build));
+    for (const perf::BenchRecord& record : result.records)
+      m.points.push_back({record.bytes, record.timeUs, record.busbwGbps});
+    measured.push_back(std::move(m));
+  }
+  return measured;
+}
+
+// The markdown report of one collective: busbw (GB/s) of every candidate per size, the
+// winner, and `--algo auto` with the new table next to the best.
+std::string markdownReport(const TuneArgs& args, const std::string& collective,
+                           const std::vector<selection::CandidateMeasurements>& measured,
+                           const selection::TuningTable& table,
+                           const std::vector<perf::BenchRecord>& autoRecords) {
+  std::string text = fmt::format("#### {} — {} ranks, {} (busbw GB/s, out of place)\n\n",
+                                 collective, args.ranks, args.transport);
+  text += "| size |";
+  for (const auto& m : measured)
+    text += fmt::format(" `{}` |", m.choice.describe());
+  text += " best | auto | auto/best time |\n|---|";
+  for (std::size_t i = 0; i < measured.size() + 3; ++i)
+    text += "---|";
+  text += "\n";
+  for (const selection::TuningMeasurement& best : table.measured) {
+    text += fmt::format("| {} |", formatSize(best.bytes));
+    for (const auto& m : measured) {
+      std::string cell = "–";
+      for (const auto& point : m.points)
+        if (point.bytes == best.bytes) cell = fmt::format("{:.3g}", point.busbwGbps);
+      text += fmt::format(" {} |", cell);
+    }
+    std::string autoCell = "–";
+    std::string ratio = "–";
+    for (const perf::BenchRecord& record : autoRecords) {
+      if (record.bytes != best.bytes) continue;
+      autoCell = fmt::format("{:.3g} (`{}`)", record.busbwGbps, record.algorithm);
+      ratio = fmt::format("{:.2f}", record.timeUs / best.timeUs);
+    }
+    text += fmt::format(" `{}` | {} | {} |\n", best.algorithm, autoCell, ratio);
+  }
+  return text + "\n";
+}
+
+void printSummary(const selection::TuningTable& table,
+                  const std::vector<perf::BenchRecord>& autoRecords) {
+  fmt::print("  {:>9}  {:<40} {:>10} {:>9}  {:<36} {:>7}{}\n", "size", "best", "time(us)", "busbw",
+             "runner-up", "slower", autoRecords.empty() ? "" : "   auto/best");
+  for (const selection::TuningMeasurement& m : table.measured) {
+    std::string autoRatio;
+    for (const perf::BenchRecord& record : autoRecords)
+      if (record.bytes == m.bytes) autoRatio = fmt::format("   {:.2f}", record.timeUs / m.timeUs);
+    fmt::print("  {:>9}  {:<40} {:>10.2f} {:>9.2f}  {:<36} {:>6}{}\n", formatSize(m.bytes),
+               m.algorithm, m.timeUs, m.busbwGbps, m.runnerUp.empty() ? "-" : m.runnerUp,
+               m.runnerUp.empty() ? "-" : fmt::format("{:.2f}x", m.runnerUpTimeUs / m.timeUs),
+               autoRatio);
+  }
+  fmt::print("  table:");
+  for (const selection::TuningEntry& entry : table.entries)
+    fmt::print(" {} {};", entry.range.describe(), entry.choice.describe());
+  fmt::print("\n\n");
+}
+
+selection::CandidateGrid candidateGrid(const TuneArgs& args) {
+  selection::CandidateGrid grid;
+  grid.protocols.clear();
+  for (const std::string& name : args.protocols) {
+    const auto protocol = ir::parseProtocolName(name);
+    if (!protocol)
+      throw OptionError(fmt::format("--protocols: '{}' is unknown; use simple, ll, ll128", name));
+    grid.protocols.push_back(*protocol);
+  }
+  grid.instances = args.instances;
+  for (int instances : grid.instances)
+    if (instances < 1 || instances > 32)
+      throw OptionError(fmt::format("--instances {} is out of range; use 1..32", instances));
+  grid.parameterValues = args.exploreParams;
+  return grid;
+}
+
+// The existing output file, to add this run's tables to; a new one when there is none.
+selection::TuningFile startingFile(const TuneArgs& args) {
+  if (!std::filesystem::exists(args.output)) return {};
+  try {
+    return selection::readTuningFile(args.output);
+  } catch (const UserError& error) {
+    throw OptionError(fmt::format(
+        "--output {} exists but is not a tuning file ({}); remove it or choose another path",
+        args.output, error.what()));
+  }
+}
+
+std::string hostDescription() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::string cpu;
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return fmt::format("{}: {} x {}", host, std::thread::hardware_concurrency(),
+                     cpu.empty() ? "cpu" : cpu);
+}
+
+ExitCode runTune(const TuneArgs& args, const std::string& commandLine) {
+  if (args.ranks < 2) throw OptionError("--ranks must be at least 2, e.g. --ranks 4");
+  if (args.transport != "shm" && args.transport != "thread")
+    throw OptionError(fmt::format("unknown --transport '{}'; use shm or thread", args.transport));
+  if (!runtime::parseDataType(args.dtype))
+    throw OptionError(fmt::format("unknown --dtype '{}'", args.dtype));
+  if (args.tie < 0 || args.tie > 1)
+    throw OptionError(fmt::format("--tie {} must be in 0..1 (0.05 = 5%)", args.tie));
+  const selection::CandidateGrid grid = candidateGrid(args);
+  selection::TuningFile file = startingFile(args);
+  file.machine = hostDescription();
+  file.command = commandLine;
+
+  std::vector<std::pair<perf::Collective, std::vector<selection::AlgorithmChoice>>> plan;
+  int total = 0;
+  for (const std::string& name : args.collectives) {
+    const auto collective = perf::parseCollective(name);
+    if (!collective)
+      throw OptionError(
+          fmt::format("--collectives: unknown collective '{}'; use allreduce, "
+                      "allgather, reducescatter, alltoall, broadcast, reduce",
+                      name));
+    const auto kind = *ir::parseCollectiveName(perf::collectiveName(*collective));
+    auto choices = selection::tuningCandidates(kind, args.ranks, grid);
+    total += static_cast<int>(choices.size()) + (args.verify ? 1 : 0);
+    plan.emplace_back(*collective, std::move(choices));
+  }
+  fmt::print("chorus tune: {} ranks on {}, {} to {} x{}, {} sweeps; writing {}\n\n", args.ranks,
+             args.transport, args.minBytes, args.maxBytes, args.factor, total, args.output);
+  std::string report;
+  const Clock::time_point start = Clock::now();
+  perf::Progress progress(true, total);
+  int done = 0;
+  for (const auto& [collective, choices] : plan) {
+    const std::string name(perf::collectiveName(collective));
+    fmt::print("{}: {} candidates\n", name, choices.size());
+    const auto measured =
+        measureCandidates(args, collective, choices, done, total, start, progress);
+    const auto kind = *ir::parseCollectiveName(name);
+    selection::TuningTable table =
+        selection::buildTuningTable(kind, args.ranks, args.transport, measured, args.tie);
+    file.put(table);
+    std::ofstream(args.output) << selection::tuningFileToJson(file);
+    std::vector<perf::BenchRecord> autoRecords;
+    if (args.verify) {
+      progress.show(done, progressLabel(done, total, name + " --algo auto", start));
+      CommConfig config;
+      config.transport = args.transport;
+      config.tuningFile = args.output;
+      autoRecords = runSweep(args, collective, config, "auto").records;
+      ++done;
+    }
+    progress.clear();
+    printSummary(table, autoRecords);
+    report += markdownReport(args, name, measured, table, autoRecords);
+  }
+  fmt::print("wrote {} ({} tables); use it with CHORUS_TUNING_FILE={}\n", args.output,
+             file.tables.size(), args.output);
+  if (!args.report.empty()) {
+    std::ofstream out(args.report);
+    out << fmt::format("Measured with `{}` on {}.\n\n", commandLine, file.machine) << report;
+    if (!out) throw UserError(fmt::format("cannot write --report {}", args.report));
+    fmt::print("wrote {}\n", args.report);
+  }
+  return ExitCode::ok;
+}
+
+}  // namespace
+
+Command addTuneCommand(CLI::App& app) {
+  CLI::App* command = app.add_subcommand(
+      "tune",
+      "Measure every applicable algorithm and setting per size and write a selection table");
+  auto args = std::make_shared<TuneArgs>();
+  command->add_option("-n,--ranks", args->ranks, "Number of ranks")->required();
+  command->add_option("--transport", args->transport, "shm (processes) or thread")
+      ->capture_default_str();
+  command->add_option("--collectives", args->collectives, "Collectives to tune")
+      ->delimiter(',')
+      ->capture_default_str();
+  command->add_option("-b,--minbytes", args->minBytes, "Smallest size")->capture_default_str();
+  command->add_option("-e,--maxbytes", args->maxBytes, "Largest size")->capture_default_str();
+  command->add_option("-f,--stepfactor", args->factor, "Size multiplier per step")
+      ->capture_default_str();
+  command->add_option("--budget", args->budgetSeconds, "Seconds of timed operations per size")
+      ->capture_default_str();
+  command->add_option("--batches", args->maxBatches, "Most batches per size (median)")
+      ->capture_default_str();
+  command->add_option("--dtype", args->dtype, "Element type")->capture_default_str();
+  command->add_option("--protocols", args->protocols, "Protocols to try: simple, ll, ll128")
+      ->delimiter(',')
+      ->capture_default_str();
+  command->add_option("--instances", args->instances, "Instance counts to try, e.g. 1,2")
+      ->delimiter(',')
+      ->capture_default_str();
+  command->add_flag("!--no-params", args->exploreParams,
+                    "Only each algorithm's default parameters (default: a few values each)");
+  command
+      ->add_option("--tie", args->tie,
+                   "Times within this fraction of the best tie; ties go to the plan with "
+                   "the fewest steps")
+      ->capture_default_str();
+  command
+      ->add_option("-o,--output", args->output,
+                   "Tuning file to write (tables of other sizes in it are kept)")
+      ->capture_default_str();
+  command->add_option("--report", args->report,
+                      "Also write a markdown report: busbw per algorithm and size, auto vs best");
+  command->add_flag("!--no-verify", args->verify,
+                    "Skip the closing --algo auto sweep with the new table");
+  return [args]() {
+    return runTune(
+        *args, fmt::format("chorus tune --ranks {} --transport {} -b {} -e {} -f {}", args->ranks,
+                           args->transport, args->minBytes, args->maxBytes, args->factor));
+  };
+}
+
+}  // namespace chorus::cli
