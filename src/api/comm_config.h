@@ -22,8 +22,8 @@ enum class TransportKind { thread, shm };
 struct ResolvedConfig {
   std::chrono::milliseconds timeout{300'000};
   TransportKind transport = TransportKind::thread;
-  std::string algo;     // CHORUS_ALGO syntax; empty: no overrides
-  std::string algoDir;  // empty: none
+  std::string algo;        // CHORUS_ALGO syntax; empty: no overrides
+  std::string algoDir;     // empty: none
   std::string tuningFile;  // empty: the shipped table only; "off": no tuning tables
   transport::FifoOptions fifo;
   int threads = 1;  // executor threads per rank (runtime::ExecOptions::threads)

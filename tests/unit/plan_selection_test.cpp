@@ -140,7 +140,8 @@ TEST(AlgoOverridesTest, ParsesGroupsEntriesAndRanges) {
 TEST(AlgoOverridesTest, AcceptsFullNamesFilesAndEmptyGroups) {
   const AlgoOverrides overrides = parseAlgoOverrides(
       ";reduce_scatter=reducescatter.ring;;broadcast=/plans/b.xml:0-1M,binomial:1M-max;");
-  EXPECT_EQ(overrides.at(ir::CollectiveKind::reducescatter)[0].choice.algorithm, "reducescatter.ring");
+  EXPECT_EQ(overrides.at(ir::CollectiveKind::reducescatter)[0].choice.algorithm,
+            "reducescatter.ring");
   const auto& broadcast = overrides.at(ir::CollectiveKind::broadcast);
   EXPECT_EQ(broadcast[0].file, "/plans/b.xml");
   EXPECT_TRUE(broadcast[0].choice.algorithm.empty());
