@@ -3,27 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "algorithms/registry.h"
+#include "cli_run.h"
 
 namespace {
-
-std::string capture(const std::string& command) {
-  std::string output;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return output;
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    output.append(buffer.data(), n);
-  pclose(pipe);
-  return output;
-}
 
 std::string generatedSection(const std::string& doc) {
   const std::string begin = "<!-- BEGIN chorus algorithms --markdown -->\n";
@@ -39,7 +26,10 @@ TEST(AlgorithmsDocTest, TableMatchesTheRegistry) {
   ASSERT_TRUE(in) << "docs/algorithms.md is missing";
   std::stringstream doc;
   doc << in.rdbuf();
-  const std::string table = capture(std::string("'") + CHORUS_CLI + "' algorithms --markdown");
+  const chorus::testing_support::CommandResult result =
+      chorus::testing_support::runCli("algorithms --markdown");
+  ASSERT_EQ(result.exitCode, 0) << result.output;
+  const std::string& table = result.output;
   ASSERT_FALSE(table.empty());
   EXPECT_EQ(generatedSection(doc.str()), table)
       << "docs/algorithms.md is out of date; run scripts/update_algorithms_doc.sh";

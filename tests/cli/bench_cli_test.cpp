@@ -13,30 +13,15 @@
 #include <sstream>
 #include <string>
 
+#include "cli_run.h"
 #include "perf/record_json.h"
 
 namespace {
 
 using ::testing::HasSubstr;
 
-struct CommandResult {
-  int exitCode = -1;
-  std::string output;  // stdout and stderr together
-};
-
-CommandResult runCli(const std::string& arguments) {
-  CommandResult result;
-  const std::string command = std::string("'") + CHORUS_CLI + "' " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    result.output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using chorus::testing_support::CommandResult;
+using chorus::testing_support::runCli;
 
 std::filesystem::path tempPath(const std::string& name) {
   return std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_" + name);

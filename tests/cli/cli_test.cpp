@@ -13,37 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "cli_run.h"
+
 namespace {
 
+using chorus::testing_support::cli;
+using chorus::testing_support::CommandResult;
+using chorus::testing_support::runCli;
+using chorus::testing_support::runShell;
 using ::testing::HasSubstr;
-
-struct CommandResult {
-  int exitCode = -1;
-  std::string output;  // stdout and stderr together
-};
-
-// Runs `command` with /bin/sh, capturing stdout+stderr.
-CommandResult runShell(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
-    result.output.append(buffer.data(), n);
-  }
-  const int status = pclose(pipe);
-  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-std::string cli() {
-  return std::string("'") + CHORUS_CLI + "'";
-}
-
-CommandResult runCli(const std::string& arguments) {
-  return runShell(cli() + " " + arguments);
-}
 
 std::string lowercase(std::string text) {
   for (char& c : text)

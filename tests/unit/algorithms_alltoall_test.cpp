@@ -9,41 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "algorithm_test_util.h"
 #include "algorithms/registry.h"
 #include "support/error.h"
 
 namespace chorus::algorithms {
 namespace {
 
+using testing_support::messagesOf;
+using testing_support::nodesRequest;
+using testing_support::ranksRequest;
+
 using ::testing::HasSubstr;
-
-BuildRequest ranksRequest(const std::string& algorithm, int ranks,
-                          std::map<std::string, int> params = {}) {
-  BuildRequest request;
-  request.algorithm = algorithm;
-  request.ranks = ranks;
-  request.params = std::move(params);
-  return request;
-}
-
-BuildRequest nodesRequest(const std::string& algorithm, int nodes, int gpus,
-                          std::map<std::string, int> params = {}) {
-  BuildRequest request;
-  request.algorithm = algorithm;
-  request.nodes = nodes;
-  request.gpusPerNode = gpus;
-  request.params = std::move(params);
-  return request;
-}
-
-// The cross-rank messages of a traced program (local copies excluded).
-std::vector<ir::DagOp> messagesOf(const lang::Program& program) {
-  std::vector<ir::DagOp> messages;
-  for (const ir::DagOp& op : program.dag().ops) {
-    if (op.src.rank != op.dst.rank) messages.push_back(op);
-  }
-  return messages;
-}
 
 std::unique_ptr<lang::Program> buildChecked(const BuildRequest& request) {
   std::unique_ptr<lang::Program> program = buildProgram(request);

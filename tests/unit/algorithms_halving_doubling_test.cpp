@@ -12,20 +12,16 @@
 #include <tuple>
 #include <vector>
 
+#include "algorithm_test_util.h"
 #include "algorithms/registry.h"
 #include "support/error.h"
 
 namespace chorus::algorithms {
 namespace {
 
-using ::testing::HasSubstr;
+using testing_support::ranksRequest;
 
-BuildRequest ranksRequest(const std::string& algorithm, int ranks) {
-  BuildRequest request;
-  request.algorithm = algorithm;
-  request.ranks = ranks;
-  return request;
-}
+using ::testing::HasSubstr;
 
 struct TraceShape {
   int messages = 0;             // cross-rank copies and reduces

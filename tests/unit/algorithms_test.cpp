@@ -9,11 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "algorithm_test_util.h"
 #include "algorithms/registry.h"
 #include "support/error.h"
 
 namespace chorus::algorithms {
 namespace {
+
+using testing_support::nodesRequest;
+using testing_support::ranksRequest;
 
 using ::testing::HasSubstr;
 
@@ -36,21 +40,6 @@ std::string caseName(const ShapeCase& c) {
 
 void PrintTo(const ShapeCase& c, std::ostream* os) {
   *os << caseName(c);
-}
-
-BuildRequest ranksRequest(const std::string& algorithm, int ranks) {
-  BuildRequest request;
-  request.algorithm = algorithm;
-  request.ranks = ranks;
-  return request;
-}
-
-BuildRequest nodesRequest(const std::string& algorithm, int nodes, int gpus) {
-  BuildRequest request;
-  request.algorithm = algorithm;
-  request.nodes = nodes;
-  request.gpusPerNode = gpus;
-  return request;
 }
 
 BuildRequest requestFor(const ShapeCase& c) {

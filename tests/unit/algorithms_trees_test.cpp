@@ -10,10 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "algorithm_test_util.h"
 #include "algorithms/registry.h"
 
 namespace chorus::algorithms {
 namespace {
+
+using testing_support::messagesOf;
+using testing_support::nodesRequest;
+using testing_support::ranksRequest;
 
 int ceilLog2(int value) {
   int bits = 0;
@@ -27,32 +32,6 @@ int floorLog2(int value) {
   while ((2 << bits) <= value)
     ++bits;
   return bits;
-}
-
-BuildRequest ranksRequest(const std::string& algorithm, int ranks,
-                          std::map<std::string, int> params = {}) {
-  BuildRequest request;
-  request.algorithm = algorithm;
-  request.ranks = ranks;
-  request.params = std::move(params);
-  return request;
-}
-
-BuildRequest nodesRequest(const std::string& algorithm, int nodes, int gpus,
-                          std::map<std::string, int> params = {}) {
-  BuildRequest request;
-  request.algorithm = algorithm;
-  request.nodes = nodes;
-  request.gpusPerNode = gpus;
-  request.params = std::move(params);
-  return request;
-}
-
-std::vector<ir::DagOp> messagesOf(const lang::Program& program) {
-  std::vector<ir::DagOp> messages;
-  for (const ir::DagOp& op : program.dag().ops)
-    if (op.src.rank != op.dst.rank) messages.push_back(op);
-  return messages;
 }
 
 // The longest chain of messages linked by data dependencies (local ops count 0).

@@ -199,9 +199,16 @@ TEST_F(TuningSelectionTest, TableEntriesChooseBySize) {
   const runtime::Plan large = selector.select(request(ir::CollectiveKind::allreduce, 1 << 20));
   EXPECT_EQ(large.name, "allreduce.ring{channels=2}");
   EXPECT_GE(ir::channelCount(*large.algorithm), 2);
-  // A collective without a table falls through to the built-in default.
+  // A collective without a table in the file falls through to the shipped table (which has
+  // 4-rank tables), then to the built-in default.
   const runtime::Plan gather = selector.select(request(ir::CollectiveKind::allgather, 1024));
-  EXPECT_THAT(gather.source, StartsWith("built-in default"));
+  EXPECT_THAT(gather.source, HasSubstr("built-in tuning table"));
+  SelectionConfig fiveRanks = config(fileJson(tableJson(kTwoEntries, "allreduce", 5)));
+  fiveRanks.nranks = 5;
+  PlanSelector five(fiveRanks);
+  runtime::PlanRequest at5 = request(ir::CollectiveKind::allgather, 1024);
+  at5.nranks = 5;
+  EXPECT_THAT(five.select(at5).source, StartsWith("built-in default"));
 }
 
 TEST_F(TuningSelectionTest, OverridesComeFirstAndRootsComeFromTheCall) {

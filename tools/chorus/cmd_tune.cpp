@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -49,7 +50,7 @@ struct TuneArgs {
   double tie = 0.05;
   std::string output = "chorus-tuning.json";
   std::string report;
-  bool verify = true;
+  int verifyRounds = 3;  // 0: no closing check of --algo auto
 };
 
 // A private temporary file name for one sweep's records.
@@ -167,18 +168,91 @@ std::vector<selection::CandidateMeasurements> measureCandidates(
   return measured;
 }
 
+// `--algo auto` with the new table next to the per-size winners, measured in the same window:
+// `rounds` times an auto sweep followed by a sweep of each distinct winner; medians per size.
+// (Run-to-run drift on a shared machine is far larger than the gaps between close
+// candidates, so auto is compared with the winner re-measured beside it, not with the
+// tuning-time number.)
+struct AutoCheck {
+  std::map<std::uint64_t, double> autoUs;
+  std::map<std::uint64_t, double> autoBusbw;
+  std::map<std::uint64_t, std::string> autoAlgorithm;
+  std::map<std::uint64_t, double> bestUs;  // the size's winner, re-measured
+  bool empty() const { return autoUs.empty(); }
+  // auto's time over the winner's at `bytes`, or 0 when either is missing.
+  double ratio(std::uint64_t bytes) const {
+    const auto a = autoUs.find(bytes);
+    const auto b = bestUs.find(bytes);
+    return a == autoUs.end() || b == bestUs.end() ? 0 : a->second / b->second;
+  }
+};
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+std::vector<std::string> distinctWinners(const selection::TuningTable& table) {
+  std::vector<std::string> winners;
+  for (const selection::TuningEntry& entry : table.entries)
+    if (std::find(winners.begin(), winners.end(), entry.choice.describe()) == winners.end())
+      winners.push_back(entry.choice.describe());
+  return winners;
+}
+
+AutoCheck checkAuto(const TuneArgs& args, perf::Collective collective,
+                    const selection::TuningTable& table, int& done, int total,
+                    Clock::time_point start, perf::Progress& progress) {
+  const std::string name(perf::collectiveName(collective));
+  const std::vector<std::string> winners = distinctWinners(table);
+  std::map<std::uint64_t, std::vector<double>> autoTimes, autoBusbw;
+  std::map<std::string, std::map<std::uint64_t, std::vector<double>>> winnerTimes;
+  AutoCheck check;
+  for (int round = 0; round < args.verifyRounds; ++round) {
+    progress.show(done, progressLabel(done, total, name + " --algo auto", start));
+    CommConfig autoConfig;
+    autoConfig.transport = args.transport;
+    autoConfig.tuningFile = args.output;
+    for (const perf::BenchRecord& record : runSweep(args, collective, autoConfig, "auto").records) {
+      autoTimes[record.bytes].push_back(record.timeUs);
+      autoBusbw[record.bytes].push_back(record.busbwGbps);
+      check.autoAlgorithm[record.bytes] = record.algorithm;
+    }
+    ++done;
+    for (const std::string& winner : winners) {
+      progress.show(done, progressLabel(done, total, winner + " (again)", start));
+      CommConfig config;
+      config.transport = args.transport;
+      config.algo = fmt::format("{}={}", name, winner);
+      config.tuningFile = "off";
+      for (const perf::BenchRecord& record : runSweep(args, collective, config, winner).records)
+        winnerTimes[winner][record.bytes].push_back(record.timeUs);
+      ++done;
+    }
+  }
+  for (const auto& [bytes, times] : autoTimes) {
+    check.autoUs[bytes] = median(times);
+    check.autoBusbw[bytes] = median(autoBusbw[bytes]);
+  }
+  for (const selection::TuningMeasurement& m : table.measured) {
+    const auto& times = winnerTimes[m.algorithm][m.bytes];
+    if (!times.empty()) check.bestUs[m.bytes] = median(times);
+  }
+  return check;
+}
+
 // The markdown report of one collective: busbw (GB/s) of every candidate per size, the
 // winner, and `--algo auto` with the new table next to the best.
 std::string markdownReport(const TuneArgs& args, const std::string& collective,
                            const std::vector<selection::CandidateMeasurements>& measured,
-                           const selection::TuningTable& table,
-                           const std::vector<perf::BenchRecord>& autoRecords) {
+                           const selection::TuningTable& table, const AutoCheck& check) {
   std::string text = fmt::format("#### {} — {} ranks, {} (busbw GB/s, out of place)\n\n",
                                  collective, args.ranks, args.transport);
   text += "| size |";
   for (const auto& m : measured)
     text += fmt::format(" `{}` |", m.choice.describe());
-  text += " best | auto | auto/best time |\n|---|";
+  text += " best | auto busbw (plan) | auto/best time |\n|---|";
   for (std::size_t i = 0; i < measured.size() + 3; ++i)
     text += "---|";
   text += "\n";
@@ -192,24 +266,22 @@ std::string markdownReport(const TuneArgs& args, const std::string& collective,
     }
     std::string autoCell = "–";
     std::string ratio = "–";
-    for (const perf::BenchRecord& record : autoRecords) {
-      if (record.bytes != best.bytes) continue;
-      autoCell = fmt::format("{:.3g} (`{}`)", record.busbwGbps, record.algorithm);
-      ratio = fmt::format("{:.2f}", record.timeUs / best.timeUs);
+    if (check.autoUs.count(best.bytes) != 0) {
+      autoCell = fmt::format("{:.3g} (`{}`)", check.autoBusbw.at(best.bytes),
+                             check.autoAlgorithm.at(best.bytes));
     }
+    if (check.ratio(best.bytes) > 0) ratio = fmt::format("{:.2f}", check.ratio(best.bytes));
     text += fmt::format(" `{}` | {} | {} |\n", best.algorithm, autoCell, ratio);
   }
   return text + "\n";
 }
 
-void printSummary(const selection::TuningTable& table,
-                  const std::vector<perf::BenchRecord>& autoRecords) {
+void printSummary(const selection::TuningTable& table, const AutoCheck& check) {
   fmt::print("  {:>9}  {:<40} {:>10} {:>9}  {:<36} {:>7}{}\n", "size", "best", "time(us)", "busbw",
-             "runner-up", "slower", autoRecords.empty() ? "" : "   auto/best");
+             "runner-up", "slower", check.empty() ? "" : "   auto/best");
   for (const selection::TuningMeasurement& m : table.measured) {
     std::string autoRatio;
-    for (const perf::BenchRecord& record : autoRecords)
-      if (record.bytes == m.bytes) autoRatio = fmt::format("   {:.2f}", record.timeUs / m.timeUs);
+    if (check.ratio(m.bytes) > 0) autoRatio = fmt::format("   {:.2f}", check.ratio(m.bytes));
     fmt::print("  {:>9}  {:<40} {:>10.2f} {:>9.2f}  {:<36} {:>6}{}\n", formatSize(m.bytes),
                m.algorithm, m.timeUs, m.busbwGbps, m.runnerUp.empty() ? "-" : m.runnerUp,
                m.runnerUp.empty() ? "-" : fmt::format("{:.2f}x", m.runnerUpTimeUs / m.timeUs),
@@ -289,7 +361,7 @@ ExitCode runTune(const TuneArgs& args, const std::string& commandLine) {
                       name));
     const auto kind = *ir::parseCollectiveName(perf::collectiveName(*collective));
     auto choices = selection::tuningCandidates(kind, args.ranks, grid);
-    total += static_cast<int>(choices.size()) + (args.verify ? 1 : 0);
+    total += static_cast<int>(choices.size());
     plan.emplace_back(*collective, std::move(choices));
   }
   fmt::print("chorus tune: {} ranks on {}, {} to {} x{}, {} sweeps; writing {}\n\n", args.ranks,
@@ -308,18 +380,14 @@ ExitCode runTune(const TuneArgs& args, const std::string& commandLine) {
         selection::buildTuningTable(kind, args.ranks, args.transport, measured, args.tie);
     file.put(table);
     std::ofstream(args.output) << selection::tuningFileToJson(file);
-    std::vector<perf::BenchRecord> autoRecords;
-    if (args.verify) {
-      progress.show(done, progressLabel(done, total, name + " --algo auto", start));
-      CommConfig config;
-      config.transport = args.transport;
-      config.tuningFile = args.output;
-      autoRecords = runSweep(args, collective, config, "auto").records;
-      ++done;
+    AutoCheck check;
+    if (args.verifyRounds > 0) {
+      total += args.verifyRounds * (1 + static_cast<int>(distinctWinners(table).size()));
+      check = checkAuto(args, collective, table, done, total, start, progress);
     }
     progress.clear();
-    printSummary(table, autoRecords);
-    report += markdownReport(args, name, measured, table, autoRecords);
+    printSummary(table, check);
+    report += markdownReport(args, name, measured, table, check);
   }
   fmt::print("wrote {} ({} tables); use it with CHORUS_TUNING_FILE={}\n", args.output,
              file.tables.size(), args.output);
@@ -373,8 +441,11 @@ Command addTuneCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--report", args->report,
                       "Also write a markdown report: busbw per algorithm and size, auto vs best");
-  command->add_flag("!--no-verify", args->verify,
-                    "Skip the closing --algo auto sweep with the new table");
+  command
+      ->add_option("--verify-rounds", args->verifyRounds,
+                   "Rounds of --algo auto (with the new table) beside each re-measured "
+                   "winner; 0 skips the check")
+      ->capture_default_str();
   return [args]() {
     return runTune(
         *args, fmt::format("chorus tune --ranks {} --transport {} -b {} -e {} -f {}", args->ranks,
