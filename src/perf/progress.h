@@ -16,6 +16,8 @@ class Progress {
 
   // Replaces the line with "[step/total] label".
   void show(int step, std::string_view label);
+  // For work whose size grows as it goes (chorus tune adds its check sweeps per collective).
+  void setTotal(int totalSteps) { total_ = totalSteps; }
   void clear();
 
  private:

@@ -5,6 +5,7 @@
 // algorithm. Each candidate runs as one `chorus bench` sweep (bench_launch.h), out of place,
 // with every result checked; a candidate that fails or computes a wrong element is dropped.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -337,6 +338,20 @@ std::string hostDescription() {
                      cpu.empty() ? "cpu" : cpu);
 }
 
+// The command that reproduces this run, every setting spelled out (for the file and report).
+std::string commandLineOf(const TuneArgs& args) {
+  std::vector<std::string> instances;
+  for (int count : args.instances)
+    instances.push_back(std::to_string(count));
+  return fmt::format(
+      "chorus tune --ranks {} --transport {} --collectives {} -b {} -e {} -f {} --budget {} "
+      "--batches {} --dtype {} --protocols {} --instances {}{} --tie {} --verify-rounds {}",
+      args.ranks, args.transport, fmt::join(args.collectives, ","), args.minBytes, args.maxBytes,
+      args.factor, args.budgetSeconds, args.maxBatches, args.dtype, fmt::join(args.protocols, ","),
+      fmt::join(instances, ","), args.exploreParams ? "" : " --no-params", args.tie,
+      args.verifyRounds);
+}
+
 ExitCode runTune(const TuneArgs& args, const std::string& commandLine) {
   if (args.ranks < 2) throw OptionError("--ranks must be at least 2, e.g. --ranks 4");
   if (args.transport != "shm" && args.transport != "thread")
@@ -364,8 +379,12 @@ ExitCode runTune(const TuneArgs& args, const std::string& commandLine) {
     total += static_cast<int>(choices.size());
     plan.emplace_back(*collective, std::move(choices));
   }
-  fmt::print("chorus tune: {} ranks on {}, {} to {} x{}, {} sweeps; writing {}\n\n", args.ranks,
-             args.transport, args.minBytes, args.maxBytes, args.factor, total, args.output);
+  fmt::print("chorus tune: {} ranks on {}, {} to {} x{}, {} candidate sweeps{}; writing {}\n\n",
+             args.ranks, args.transport, args.minBytes, args.maxBytes, args.factor, total,
+             args.verifyRounds > 0 ? fmt::format(" and {} rounds of --algo auto beside the winners",
+                                                 args.verifyRounds)
+                                   : std::string(),
+             args.output);
   std::string report;
   const Clock::time_point start = Clock::now();
   perf::Progress progress(true, total);
@@ -383,6 +402,7 @@ ExitCode runTune(const TuneArgs& args, const std::string& commandLine) {
     AutoCheck check;
     if (args.verifyRounds > 0) {
       total += args.verifyRounds * (1 + static_cast<int>(distinctWinners(table).size()));
+      progress.setTotal(total);
       check = checkAuto(args, collective, table, done, total, start, progress);
     }
     progress.clear();
@@ -446,11 +466,7 @@ Command addTuneCommand(CLI::App& app) {
                    "Rounds of --algo auto (with the new table) beside each re-measured "
                    "winner; 0 skips the check")
       ->capture_default_str();
-  return [args]() {
-    return runTune(
-        *args, fmt::format("chorus tune --ranks {} --transport {} -b {} -e {} -f {}", args->ranks,
-                           args->transport, args->minBytes, args->maxBytes, args->factor));
-  };
+  return [args]() { return runTune(*args, commandLineOf(*args)); };
 }
 
 }  // namespace chorus::cli
