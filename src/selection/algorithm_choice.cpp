@@ -180,4 +180,10 @@ algorithms::BuildRequest AlgorithmChoice::buildRequest(int nranks, int ranksPerN
   return request;
 }
 
+algorithms::BuildRequest AlgorithmChoice::probeRequest(int nranks, int ranksPerNode) const {
+  algorithms::BuildRequest request = buildRequest(nranks, ranksPerNode);
+  if (takesRoot(algorithms::findAlgorithm(algorithm))) request.params["root"] = 0;
+  return request;
+}
+
 }  // namespace chorus::selection

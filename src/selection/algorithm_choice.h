@@ -26,6 +26,9 @@ struct AlgorithmChoice {
   // a root. Throws OptionError when a node-shaped algorithm does not fit (nodes must divide
   // nranks). Parameter ranges are checked later by algorithms::resolveRequest.
   algorithms::BuildRequest buildRequest(int nranks, int ranksPerNode) const;
+  // buildRequest with root 0 when the algorithm takes a root: what checking that a choice
+  // compiles for a communicator (or counting its plan's steps) builds.
+  algorithms::BuildRequest probeRequest(int nranks, int ranksPerNode) const;
   friend bool operator==(const AlgorithmChoice&, const AlgorithmChoice&) = default;
 };
 

@@ -72,9 +72,7 @@ void PlanSelector::addTuningTables(const SelectionConfig& config) {
     if (tuned.table == nullptr) continue;
     for (const TuningEntry& entry : tuned.table->entries) {
       try {
-        algorithms::BuildRequest probe = entry.choice.buildRequest(nranks_, ranksPerNode_);
-        if (takesRoot(algorithms::findAlgorithm(entry.choice.algorithm))) probe.params["root"] = 0;
-        compiledPlan(probe);
+        compiledPlan(entry.choice.probeRequest(nranks_, ranksPerNode_));
       } catch (const UserError& error) {
         throw OptionError(fmt::format(
             "tuning file {}: the {} entry {} ({}) cannot run on this communicator ({} ranks): {}; "
@@ -123,10 +121,8 @@ void PlanSelector::addOverride(ir::CollectiveKind kind, const OverrideEntry& ent
     } catch (const OptionError& error) {
       throw OptionError(fmt::format("{}: {}", where, error.what()));
     }
-    algorithms::BuildRequest probe = slot.build;
-    if (slot.takesRoot) probe.params["root"] = 0;
     try {
-      compiledPlan(probe);
+      compiledPlan(entry.choice.probeRequest(nranks_, ranksPerNode_));
     } catch (const UserError& error) {
       throw OptionError(fmt::format("{}: {} cannot run on this communicator ({} rank{}): {}", where,
                                     info.name, nranks_, nranks_ == 1 ? "" : "s", error.what()));

@@ -64,9 +64,7 @@ std::vector<int> nodeCounts(const algorithms::AlgorithmInfo& info, int nranks) {
 
 bool compiles(const AlgorithmChoice& choice, int nranks) {
   try {
-    algorithms::BuildRequest request = choice.buildRequest(nranks, 0);
-    if (takesRoot(algorithms::findAlgorithm(choice.algorithm))) request.params["root"] = 0;
-    compiledPlan(request);
+    compiledPlan(choice.probeRequest(nranks, 0));
     return true;
   } catch (const UserError&) {
     return false;

@@ -188,8 +188,8 @@ TuningFile parseTuningFile(std::string_view text, std::string_view source) {
   if (!tables.is_array()) fail(source, "top level", "\"tables\" must be an array");
   for (std::size_t i = 0; i < tables.size(); ++i) {
     TuningTable table = parseTable(tables[i], source, i);
-    if (file.find(table.collective, table.ranks, table.transport) != nullptr &&
-        file.find(table.collective, table.ranks, table.transport)->transport == table.transport) {
+    const TuningTable* same = file.find(table.collective, table.ranks, table.transport);
+    if (same != nullptr && same->transport == table.transport) {
       fail(source, fmt::format("table {}", i),
            fmt::format("a second table for {} at {} ranks on {}; keep one",
                        ir::collectiveName(table.collective), table.ranks, table.transport));

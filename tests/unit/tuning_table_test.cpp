@@ -247,9 +247,8 @@ TEST(BuiltinTuningTest, EveryEntryCompiles) {
   const TuningFile& file = builtinTuning();
   for (const TuningTable& table : file.tables) {
     for (const TuningEntry& entry : table.entries) {
-      algorithms::BuildRequest build = entry.choice.buildRequest(table.ranks, 0);
-      if (takesRoot(algorithms::findAlgorithm(entry.choice.algorithm))) build.params["root"] = 0;
-      EXPECT_NO_THROW(compiledPlan(build)) << entry.choice.describe() << " " << table.ranks;
+      EXPECT_NO_THROW(compiledPlan(entry.choice.probeRequest(table.ranks, 0)))
+          << entry.choice.describe() << " " << table.ranks;
     }
   }
 }

@@ -159,9 +159,7 @@ std::vector<selection::CandidateMeasurements> measureCandidates(
     }
     selection::CandidateMeasurements m;
     m.choice = choice;
-    algorithms::BuildRequest build = choice.buildRequest(args.ranks, 0);
-    if (selection::takesRoot(algorithms::findAlgorithm(choice.algorithm))) build.params["root"] = 0;
-    m.steps = ir::stepCount(*selection::compiledPlan(build));
+    m.steps = ir::stepCount(*selection::compiledPlan(choice.probeRequest(args.ranks, 0)));
     for (const perf::BenchRecord& record : result.records)
       m.points.push_back({record.bytes, record.timeUs, record.busbwGbps});
     measured.push_back(std::move(m));
