@@ -43,6 +43,18 @@ std::size_t blocksPerLoop(const ir::Algorithm& a) {
 
 }  // namespace
 
+std::size_t protocolMessageCap(ir::Protocol protocol) {
+  switch (protocol) {
+    case ir::Protocol::ll:
+      return std::size_t{8} << 10;
+    case ir::Protocol::ll128:
+      return std::size_t{64} << 10;
+    case ir::Protocol::simple:
+      break;
+  }
+  return std::numeric_limits<std::size_t>::max();
+}
+
 std::size_t chunksPerBlock(const ir::Algorithm& a) {
   return std::max<std::size_t>(1, static_cast<std::size_t>(a.chunksPerLoop) / blocksPerLoop(a));
 }
@@ -55,6 +67,17 @@ std::size_t bufferElements(const ir::Algorithm& a, int chunks, std::size_t count
 
 const char* opText(ir::OpKind op) {
   return ir::opName(op).data();
+}
+
+// `bytes` of `buffer`, starting at a page boundary (the vector keeps a page of slack). FIFO
+// slots and users' buffers are page aligned; a heap block starts 16 bytes past one, and
+// copying between addresses 16 bytes apart modulo 4 KiB makes every load wait on the store
+// before it (4K aliasing), which slowed copies into scratch 3-5x (docs/simulator.md).
+std::uint8_t* pageAligned(std::vector<std::uint8_t>& buffer, std::size_t bytes) {
+  constexpr std::size_t kPage = 4096;
+  if (buffer.size() < bytes + kPage) buffer.resize(bytes + kPage);
+  const auto address = reinterpret_cast<std::uintptr_t>(buffer.data());
+  return buffer.data() + ((kPage - address % kPage) % kPage);
 }
 
 // Buffers of one rank, in chunk-major layout with `chunkElems` elements per chunk.
@@ -162,10 +185,9 @@ class RankExecutor {
         mem_.base[bufferSlot(kind)] =
             mem_.base[bufferSlot(c.buffer)] + c.index * mem_.chunkElems * mem_.elemSize;
     }
-    auto& scratch = mem_.staged[bufferSlot(ir::BufferKind::scratch)];
-    scratch.resize(static_cast<std::size_t>(program_.scratchChunks) * mem_.chunkElems *
-                   mem_.elemSize);
-    mem_.base[bufferSlot(ir::BufferKind::scratch)] = scratch.data();
+    mem_.base[bufferSlot(ir::BufferKind::scratch)] = pageAligned(
+        mem_.staged[bufferSlot(ir::BufferKind::scratch)],
+        static_cast<std::size_t>(program_.scratchChunks) * mem_.chunkElems * mem_.elemSize);
   }
 
   // An in-place plan called with separate buffers: when the whole input can live inside the
@@ -195,15 +217,13 @@ class RankExecutor {
   bool privatizeOverlap(std::uint8_t*& userIn, std::size_t inBytes, std::uint8_t*& userOut,
                         std::size_t outBytes) {
     if (outBytes < inBytes && !writesInput()) {
-      auto& buffer = mem_.staged[bufferSlot(ir::BufferKind::output)];
-      buffer.resize(outBytes);
       mem_.privateOutputOf = userOut;
-      userOut = buffer.data();
+      userOut = pageAligned(mem_.staged[bufferSlot(ir::BufferKind::output)], outBytes);
       return true;
     }
-    auto& buffer = mem_.staged[bufferSlot(ir::BufferKind::input)];
-    buffer.assign(userIn, userIn + inBytes);
-    userIn = buffer.data();
+    std::uint8_t* copy = pageAligned(mem_.staged[bufferSlot(ir::BufferKind::input)], inBytes);
+    std::memcpy(copy, userIn, inBytes);
+    userIn = copy;
     return true;
   }
 
@@ -223,9 +243,9 @@ class RankExecutor {
       if (collective_->canonical(rank_, {kind, 0}).buffer != kind) continue;
       const int chunks = kind == ir::BufferKind::input ? collective_->inputChunks(rank_)
                                                        : collective_->outputChunks(rank_);
-      auto& buffer = mem_.staged[bufferSlot(kind)];
-      buffer.assign(static_cast<std::size_t>(chunks) * mem_.chunkElems * mem_.elemSize, 0);
-      mem_.base[bufferSlot(kind)] = buffer.data();
+      const std::size_t bytes = static_cast<std::size_t>(chunks) * mem_.chunkElems * mem_.elemSize;
+      mem_.base[bufferSlot(kind)] = pageAligned(mem_.staged[bufferSlot(kind)], bytes);
+      std::memset(mem_.base[bufferSlot(kind)], 0, bytes);
     }
     // The user's input lands where the (canonical) input lives, block by block.
     if (userIn == nullptr) return;
@@ -289,20 +309,7 @@ class RankExecutor {
     iterations_ = (mem_.chunkElems + tileElems_ - 1) / tileElems_;
   }
 
-  // The plan's protocol bounds its messages (seed 000 §6.1: LL for latency, Simple for
-  // bandwidth). Smaller messages start the pipeline sooner and keep a tile in cache between
-  // phases; larger ones pay the per-message cost less often.
-  std::size_t messageCap() const {
-    switch (a_.protocol) {
-      case ir::Protocol::ll:
-        return std::size_t{8} << 10;
-      case ir::Protocol::ll128:
-        return std::size_t{64} << 10;
-      case ir::Protocol::simple:
-        break;
-    }
-    return std::numeric_limits<std::size_t>::max();
-  }
+  std::size_t messageCap() const { return protocolMessageCap(a_.protocol); }
 
   void derivePlanFacts() {
     PlanFacts& f = *facts_;
