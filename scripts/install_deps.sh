@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
   openmpi-bin libopenmpi-dev libgloo-dev
+  libhwloc-dev pkg-config
 )
 
 missing=()

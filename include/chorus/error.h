@@ -64,6 +64,13 @@ class CommError : public UserError {
   using UserError::UserError;
 };
 
+// An IR cannot be simulated: it deadlocks with the simulated FIFOs or a connection has no
+// matching threadblock on the peer. Names the blocked ranks, threadblocks and steps.
+class SimulationError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
 // Thrown by CHORUS_INTERNAL_ASSERT: a bug in chorus itself, never caused by user input.
 class InternalError : public std::logic_error {
  public:

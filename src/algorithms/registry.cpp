@@ -15,7 +15,7 @@
 namespace chorus::algorithms {
 namespace {
 
-constexpr int kMaxRanks = 256;
+constexpr int kMaxRanks = 1024;  // 128 eight-GPU nodes (simulation at scale)
 constexpr int kMaxInstances = 32;
 constexpr std::size_t kMaxListedViolations = 10;
 

@@ -1,12 +1,15 @@
 #include "bench_launch.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <string>
@@ -100,7 +103,25 @@ std::string readAll(int fd, std::size_t size) {
 
 // The body of forked rank `r`: rendezvous (rank 0 makes the id and pipes it to the others),
 // sweep, exit code. Never returns into the CLI.
+// Pins the calling process to the r-th CPU of its current affinity mask (modulo their count).
+void bindToCore(int r) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  if (cpus.empty()) return;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpus[static_cast<std::size_t>(r) % cpus.size()], &one);
+  if (sched_setaffinity(0, sizeof(one), &one) != 0)
+    fmt::print(stderr, "chorus: warning: rank {} could not be bound to CPU {}: {}\n", r,
+               cpus[static_cast<std::size_t>(r) % cpus.size()], std::strerror(errno));
+}
+
 [[noreturn]] void runChildRank(int r, const SweepJob& job, const std::vector<int>& pipeFds) {
+  if (job.bindCores) bindToCore(r);
   // Keep only this rank's pipe ends, so a reader sees end-of-file if rank 0 dies early.
   for (std::size_t i = 0; i < pipeFds.size(); ++i) {
     const bool writeEnd = i % 2 == 1;
@@ -189,6 +210,8 @@ ExitCode benchProcesses(const SweepJob& job) {
 }  // namespace
 
 ExitCode runSweepJob(const SweepJob& job) {
+  if (job.bindCores && job.transport != "shm")
+    throw OptionError("--bind core pins rank processes; it needs --transport shm");
   if (job.transport == "thread") return benchThreads(job);
   if (job.transport == "shm") return benchProcesses(job);
   throw OptionError(

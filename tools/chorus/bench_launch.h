@@ -19,6 +19,9 @@ struct SweepJob {
   perf::BenchArgs sweep;       // the table, --json and --plot settings
   CommConfig config;           // the communicators' configuration (CHORUS_ALGO, tuning, ...)
   std::string algo = "auto";   // what --algo said, for the title and error messages
+  // shm only: pin rank r to the r-th CPU this process may run on (modulo their number), as
+  // Open MPI's --bind-to core does; stabilizes timings on small hosts.
+  bool bindCores = false;
 };
 
 // Runs the sweep; rank 0 prints the table (unless job.sweep.printTable is off) and writes the

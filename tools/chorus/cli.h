@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <string_view>
 
 namespace CLI {
@@ -31,8 +32,14 @@ Command addRunCommand(CLI::App& app);
 Command addLaunchCommand(CLI::App& app);
 Command addBenchCommand(CLI::App& app);
 Command addTuneCommand(CLI::App& app);
+Command addTopologyCommand(CLI::App& app);
+Command addSimulateCommand(CLI::App& app);
 
 // Prints "chorus: error: <message>" to stderr.
 void printError(std::string_view message);
+
+// Writes `text` to the file `path`, or to standard output when `path` is "-". Throws
+// chorus::UserError naming the file when it cannot be written.
+void writeTextOutput(const std::string& path, const std::string& text);
 
 }  // namespace chorus::cli

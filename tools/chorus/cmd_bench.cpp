@@ -23,6 +23,7 @@ struct BenchCommandArgs {
   int ranks = 0;
   std::string algo = "auto";
   std::string transport = "thread";
+  std::string bind = "none";
 };
 
 // --algo NAME|FILE becomes a CHORUS_ALGO override for this collective; auto keeps the default
@@ -56,6 +57,7 @@ ExitCode runBench(const BenchCommandArgs& args) {
   job.sweep = args.sweep;
   job.config = makeConfig(args, options.collective);
   job.algo = args.algo;
+  job.bindCores = args.bind == "core";
   return runSweepJob(job);
 }
 
@@ -73,6 +75,12 @@ Command addBenchCommand(CLI::App& app) {
                    "library algorithm with optional settings (ring{channels=2}) or a plan file")
       ->capture_default_str();
   command->add_option("--transport", args->transport, "thread or shm")->capture_default_str();
+  command
+      ->add_option("--bind", args->bind,
+                   "core: pin rank r to CPU r (modulo the CPUs allowed), as mpirun --bind-to "
+                   "core; none: let the OS place ranks (shm only)")
+      ->check(CLI::IsMember({"none", "core"}))
+      ->capture_default_str();
   return [args]() { return runBench(*args); };
 }
 

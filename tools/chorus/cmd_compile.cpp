@@ -45,19 +45,6 @@ ir::Format formatFromName(const std::string& name) {
   throw OptionError(fmt::format("unknown --format '{}'; use xml, json, text or dot", name));
 }
 
-void writeOutput(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    return;
-  }
-  std::ofstream file(path, std::ios::binary);
-  if (!file) throw UserError(fmt::format("cannot open '{}' for writing", path));
-  file << text;
-  file.close();
-  if (!file) throw UserError(fmt::format("failed writing '{}'", path));
-}
-
 void checkPassNames(const std::vector<std::string>& names) {
   const std::vector<std::string>& known = compiler::passNames();
   for (const std::string& name : names) {
@@ -107,11 +94,11 @@ ExitCode runCompile(const CompileArgs& args) {
   options.disabledPasses = args.disabledPasses;
 
   std::unique_ptr<lang::Program> program = algorithms::buildProgram(request);
-  if (!args.dagDot.empty()) writeOutput(args.dagDot, ir::writeDagDot(program->dag()));
+  if (!args.dagDot.empty()) writeTextOutput(args.dagDot, ir::writeDagDot(program->dag()));
   algorithms::requirePostcondition(*program, request.algorithm);
   const compiler::CompileResult result = compiler::compileProgram(program->dag(), options);
   if (args.stats) printStats(*program, result);
-  writeOutput(args.output, ir::writeAlgorithm(result.algorithm, format));
+  writeTextOutput(args.output, ir::writeAlgorithm(result.algorithm, format));
   return ExitCode::ok;
 }
 

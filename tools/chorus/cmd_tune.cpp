@@ -23,6 +23,7 @@
 #include "bench_launch.h"
 #include "perf/progress.h"
 #include "perf/record_json.h"
+#include "perf/timing.h"
 #include "runtime/datatype.h"
 #include "selection/plan_cache.h"
 #include "selection/tuning_builder.h"
@@ -186,12 +187,6 @@ struct AutoCheck {
   }
 };
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 std::vector<std::string> distinctWinners(const selection::TuningTable& table) {
   std::vector<std::string> winners;
   for (const selection::TuningEntry& entry : table.entries)
@@ -231,12 +226,12 @@ AutoCheck checkAuto(const TuneArgs& args, perf::Collective collective,
     }
   }
   for (const auto& [bytes, times] : autoTimes) {
-    check.autoUs[bytes] = median(times);
-    check.autoBusbw[bytes] = median(autoBusbw[bytes]);
+    check.autoUs[bytes] = perf::medianOf(times);
+    check.autoBusbw[bytes] = perf::medianOf(autoBusbw[bytes]);
   }
   for (const selection::TuningMeasurement& m : table.measured) {
     const auto& times = winnerTimes[m.algorithm][m.bytes];
-    if (!times.empty()) check.bestUs[m.bytes] = median(times);
+    if (!times.empty()) check.bestUs[m.bytes] = perf::medianOf(times);
   }
   return check;
 }

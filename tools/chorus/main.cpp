@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,19 @@ namespace chorus::cli {
 
 void printError(std::string_view message) {
   fmt::print(stderr, "chorus: error: {}\n", message);
+}
+
+void writeTextOutput(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return;
+  }
+  std::ofstream file(path, std::ios::binary);
+  if (!file) throw UserError(fmt::format("cannot open '{}' for writing", path));
+  file << text;
+  file.close();
+  if (!file) throw UserError(fmt::format("failed writing '{}'", path));
 }
 
 namespace {
@@ -39,6 +53,8 @@ int runMain(int argc, char** argv) {
       {"launch", addLaunchCommand(app)},
       {"bench", addBenchCommand(app)},
       {"tune", addTuneCommand(app)},
+      {"topology", addTopologyCommand(app)},
+      {"simulate", addSimulateCommand(app)},
   };
 
   try {

@@ -1,0 +1,91 @@
+// Simulator cost at scale (issue 5; results in docs/simulator.md): wall time per simulated
+// rank-step (one step of one threadblock on one tile) for library algorithms on DGX A100
+// clusters of 64, 256 and 1024 ranks.
+//
+//   build/bench/bench_sim_scale [--ranks 64,256,1024] [--algorithms allreduce.ring,...]
+//
+// A benchmark, not a test: it asserts nothing.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "sim/simulator.h"
+#include "support/size.h"
+#include "support/strings.h"
+#include "topology/presets.h"
+
+namespace {
+
+using namespace chorus;
+
+struct Options {
+  std::string ranks = "64,256,1024";
+  std::string algorithms =
+      "allreduce.ring,allreduce.hierarchical,allreduce.recursive-doubling,alltoall.direct";
+  std::string topology = "dgx-a100";
+  std::string sizes = "1M,64M,1G";
+};
+
+int run(const Options& o) {
+  const topology::Topology node = topology::loadTopology(o.topology);
+  const int perNode = node.node.devices;
+  fmt::print("# topology {} ({} devices per node); times are wall-clock on this machine\n",
+             o.topology, perNode);
+  fmt::print("# {:<30} {:>6} {:>8} {:>10} {:>12} {:>12} {:>11} {:>12}\n", "algorithm", "ranks",
+             "size", "compile(s)", "rank-steps", "events", "sim(ms)", "ns/rank-step");
+  for (auto rankPart : split(o.ranks, ',')) {
+    const int ranks = std::stoi(std::string(rankPart));
+    topology::Fabric fabric(topology::withNodes(node, ranks / perNode));
+    for (auto namePart : split(o.algorithms, ',')) {
+      const std::string name(namePart);
+      const auto& info = algorithms::findAlgorithm(name);
+      algorithms::BuildRequest request;
+      request.algorithm = name;
+      if (info.shape == algorithms::Shape::ranks) {
+        request.ranks = ranks;
+      } else {
+        request.nodes = ranks / perNode;
+        request.gpusPerNode = perNode;
+      }
+      const auto compileStart = std::chrono::steady_clock::now();
+      const ir::Algorithm plan = algorithms::compileAlgorithm(request).algorithm;
+      const double compileSeconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - compileStart).count();
+      for (auto sizePart : split(o.sizes, ',')) {
+        sim::SimOptions options;
+        options.bytes = parseSize(sizePart);
+        const sim::SimResult r = sim::simulate(plan, fabric, options);
+        fmt::print(
+            "  {:<30} {:>6} {:>8} {:>10.1f} {:>12} {:>12} {:>11.1f} {:>12.0f}\n", name, ranks,
+            formatSize(options.bytes), compileSeconds, r.stepsExecuted, r.events,
+            r.simSeconds * 1e3,
+            r.stepsExecuted ? r.simSeconds * 1e9 / static_cast<double>(r.stepsExecuted) : 0.0);
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"Simulator wall time per rank-step at 64, 256 and 1024 ranks"};
+  app.add_option("--ranks", o.ranks, "Rank counts (multiples of the node size)")
+      ->capture_default_str();
+  app.add_option("--algorithms", o.algorithms, "Library algorithms")->capture_default_str();
+  app.add_option("--topology", o.topology, "Preset or topology JSON")->capture_default_str();
+  app.add_option("--sizes", o.sizes, "Call sizes")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "sim_scale: error: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,893 @@
+// The event-driven simulator. See simulator.h for the model; docs/simulator.md for its
+// assumptions and measured accuracy.
+//
+// Algorithm (one call):
+//   1. Derive the runtime's tiling from the call's size (interpreter.cpp prepareTasks): chunk
+//      bytes, tile bytes, tiles. Every threadblock runs its steps in order, once per tile.
+//   2. A step starts when its threadblock reached it, its cross-threadblock dependencies of the
+//      same tile finished, a received message has arrived, and a send has a free FIFO slot.
+//   3. Its work is a sequence of passes over the tile's bytes (the interpreter's memcpy and
+//      reduce passes, execute()): a pass that writes the outgoing message crosses the route to
+//      the peer; the others are local. A pass is a flow: its rate is
+//        1 / (1 / min(engine rate × time shares, memory caps) + 1 / min(route link shares))
+//      so an engine's reduction and the wire add up (the α-β-γ model of seed 001) while memory
+//      buses cap the engine. Shares are equal per resource and are recomputed whenever a flow
+//      starts or ends on it (congestion).
+//   4. When the step ends, its message arrives after the route's latency plus the device's
+//      message latency, its received slot is freed, and the steps waiting on it are woken.
+#include "sim/simulator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <map>
+#include <queue>
+#include <tuple>
+#include <unordered_map>
+
+#include "perf/collective.h"
+#include "runtime/interpreter.h"
+#include "support/error.h"
+
+namespace chorus::sim {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr int kNone = -1;
+
+// Flows are charged in bytes; a flow with fewer than this many bytes left is finished (guards
+// against rounding when rates change mid-flow).
+constexpr double kByteEpsilon = 1e-6;
+
+enum class ShareKind : std::uint8_t { wire, memory, timeShare };
+
+struct SimResource {
+  std::string name;
+  ShareKind kind = ShareKind::wire;
+  double bandwidth = 0;  // wire and memory: bytes/s shared equally
+  int capacity = 0;      // time share: flows that run at full speed at once
+  int fabricIndex = kNone;
+  std::vector<int> flows;  // active flow ids
+  double busySince = 0;
+  double busy = 0;
+  double bytes = 0;
+};
+
+struct Flow {
+  bool active = false;
+  int tb = kNone;    // the threadblock whose pass this is
+  double bytes = 0;  // whole pass
+  double remaining = 0;
+  double baseRate = 0;  // engine rate alone, bytes/s; kInfinity when unlimited
+  double rate = 0;
+  double updated = 0;  // time `remaining` was last brought up to date
+  std::uint32_t version = 0;
+  std::vector<int> resources;
+};
+
+enum class EventKind : std::uint8_t { flowDone, arrival, overheadDone, portDone };
+
+struct Event {
+  double time = 0;
+  std::uint64_t seq = 0;
+  EventKind kind = EventKind::flowDone;
+  int id = 0;
+  std::uint32_t version = 0;
+  bool operator>(const Event& other) const {
+    return std::tie(time, seq) > std::tie(other.time, other.seq);
+  }
+};
+
+// Why a step could not start earlier (critical path).
+enum class Wait : std::uint8_t { none, previous, dependency, data, slot, port };
+
+struct Connection {
+  int sender = kNone;    // flat threadblock index
+  int receiver = kNone;  // flat threadblock index
+  int srcRank = 0;
+  int dstRank = 0;
+  std::uint64_t sent = 0;          // messages whose send started
+  std::uint64_t arrived = 0;       // messages at the receiver
+  std::uint64_t taken = 0;         // messages a receive step started on
+  std::uint64_t consumed = 0;      // slots freed
+  std::deque<int> sendRecords;     // record of each message in flight (critical path)
+  std::deque<int> consumeRecords;  // record that freed each slot (critical path)
+  std::deque<double> consumeTimes;
+};
+
+enum class Phase : std::uint8_t { idle, overhead, working, done };
+
+struct ThreadblockState {
+  int rank = 0;
+  int tb = 0;
+  const ir::Threadblock* program = nullptr;
+  int sendConn = kNone;
+  int recvConn = kNone;
+  int engine = kNone;  // SimResource index, kNone when unlimited
+  int cpu = kNone;
+  int stepBase = 0;  // flat index of its step 0
+  int step = 0;
+  int tile = 0;
+  Phase phase = Phase::idle;
+  int pass = 0;            // current pass of the running step
+  int record = kNone;      // the running step's record
+  int lastRecord = kNone;  // the previous step's record
+  double lastEnd = 0;
+  std::vector<int> localResources;  // resources of a local pass: engine, cpu, memory
+  std::vector<int> wireResources;   // of a pass writing the message: engine, cpu, route
+  double routeLatency = 0;
+  double copyRate = kInfinity;  // the device's rates at this rank's working set
+  double reduceRate = kInfinity;
+  bool waitsForPort = false;  // queued in its rank's PortQueue
+};
+
+// A rank's send ports (DeviceModel::sendPorts): free ports and the threadblocks waiting for
+// one, in request order.
+struct PortQueue {
+  int free = 0;
+  std::deque<int> waiting;
+  int lastReleaser = kNone;  // record of the step that freed a port last (critical path)
+  double lastRelease = 0;
+};
+
+struct Pass {
+  bool reduce = false;  // rate: reduceRate; else copyRate
+  bool wire = false;    // writes the outgoing message: crosses the route
+};
+
+// The interpreter's passes per op (interpreter.cpp execute()).
+int passesOf(ir::OpKind op, Pass out[2]) {
+  using ir::OpKind;
+  switch (op) {
+    case OpKind::send:
+      out[0] = {false, true};
+      return 1;
+    case OpKind::recv:
+    case OpKind::copy:
+      out[0] = {false, false};
+      return 1;
+    case OpKind::recvCopySend:
+      out[0] = {false, false};
+      out[1] = {false, true};
+      return 2;
+    case OpKind::recvReduceCopy:
+    case OpKind::reduce:
+      out[0] = {true, false};
+      return 1;
+    case OpKind::recvReduceSend:
+      out[0] = {true, true};
+      return 1;
+    case OpKind::recvReduceCopySend:
+      out[0] = {true, true};
+      out[1] = {false, false};
+      return 2;
+    case OpKind::nop:
+      return 0;
+  }
+  return 0;
+}
+
+double rateOrInfinity(double rate) {
+  return rate > 0 ? rate : kInfinity;
+}
+
+class Simulation {
+ public:
+  Simulation(const ir::Algorithm& algorithm, topology::Fabric& fabric, const SimOptions& options)
+      : a_(algorithm), fabric_(fabric), options_(options), device_(fabric.topology().node.device) {}
+
+  SimResult run() {
+    const auto wallStart = std::chrono::steady_clock::now();
+    deriveTiling();
+    buildResources();
+    buildThreadblocks();
+    if (chunkBytes_ > 0) {
+      for (int t = 0; t < static_cast<int>(tbs_.size()); ++t)
+        wake(t);
+      drainWorklist();
+      loop();
+      checkFinished();
+    }
+    SimResult result = collect();
+    result.simSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
+    return result;
+  }
+
+ private:
+  // ---- set-up --------------------------------------------------------------------------
+  void deriveTiling() {
+    const std::size_t elem = options_.elementSize;
+    std::size_t count = options_.bytes / elem;
+    if (const auto collective = benchCollective(a_.collective))
+      count = perf::shapeFor(*collective, options_.bytes, elem, a_.nranks).count;
+    count = std::max<std::size_t>(count, 1);
+    const std::size_t q = runtime::chunksPerBlock(a_);
+    chunkElems_ = (count + q - 1) / q;
+    chunkBytes_ = chunkElems_ * elem;
+    std::size_t maxCount = 1;
+    for (const auto& r : a_.ranks)
+      for (const auto& tb : r.threadblocks)
+        for (const auto& s : tb.steps)
+          if (ir::opSends(s.op) || ir::opReceives(s.op))
+            maxCount = std::max<std::size_t>(maxCount, static_cast<std::size_t>(s.count));
+    if (options_.tiling) {
+      const std::size_t slot =
+          std::min(options_.slotBytes, runtime::protocolMessageCap(a_.protocol));
+      tileElems_ = std::max<std::size_t>(1, slot / (maxCount * elem));
+      tileElems_ = std::min(tileElems_, chunkElems_);
+    } else {
+      tileElems_ = chunkElems_;
+    }
+    tiles_ = static_cast<int>((chunkElems_ + tileElems_ - 1) / tileElems_);
+  }
+
+  std::uint64_t tileBytes(int tile) const {
+    const std::size_t offset = static_cast<std::size_t>(tile) * tileElems_;
+    return std::min(tileElems_, chunkElems_ - offset) * options_.elementSize;
+  }
+
+  int addResource(std::string name, ShareKind kind, double bandwidth, int capacity,
+                  int fabricIndex = kNone) {
+    SimResource r;
+    r.name = std::move(name);
+    r.kind = kind;
+    r.bandwidth = bandwidth;
+    r.capacity = capacity;
+    r.fabricIndex = fabricIndex;
+    resources_.push_back(std::move(r));
+    return static_cast<int>(resources_.size()) - 1;
+  }
+
+  // Fabric resources are mapped to simulator resources on first use (a 1024-rank fabric has
+  // many that a given program never touches).
+  int fabricResource(int index) {
+    auto [it, inserted] = fabricMap_.try_emplace(index, kNone);
+    if (inserted) {
+      const topology::Resource& r = fabric_.resources()[static_cast<std::size_t>(index)];
+      it->second = addResource(r.name, r.memory ? ShareKind::memory : ShareKind::wire, r.bandwidth,
+                               0, index);
+    }
+    return it->second;
+  }
+
+  void buildResources() {
+    const topology::Topology& topo = fabric_.topology();
+    if (a_.nranks > fabric_.ranks())
+      throw OptionError(fmt::format(
+          "{} has {} ranks but topology '{}' has only {} devices; pick more nodes (--nodes) "
+          "or a bigger topology",
+          a_.name, a_.nranks, topo.name, fabric_.ranks()));
+    if (options_.bytes == 0)
+      throw OptionError("simulate: the call's size is 0 bytes; give a size of at least 1 element");
+    if (options_.slots < 1) throw OptionError("simulate: a FIFO needs at least 1 slot");
+    if (options_.slotBytes < options_.elementSize)
+      throw OptionError("simulate: the FIFO slot is smaller than one element");
+    if (topo.node.cores > 0) {
+      for (int n = 0; n * topo.node.devices < a_.nranks; ++n)
+        nodeCpu_.push_back(addResource(fmt::format("node{} cpu ({} cores)", n, topo.node.cores),
+                                       ShareKind::timeShare, 0, topo.node.cores));
+    }
+    if (device_.sendPorts > 0)
+      ports_.assign(static_cast<std::size_t>(a_.nranks),
+                    PortQueue{device_.sendPorts, {}, kNone, 0});
+    if (device_.engines > 0) {
+      for (int r = 0; r < a_.nranks; ++r)
+        rankEngine_.push_back(addResource(fmt::format("rank{} engines", r), ShareKind::timeShare, 0,
+                                          device_.engines));
+    }
+  }
+
+  void buildThreadblocks() {
+    std::map<std::tuple<int, int, int>, int> connections;  // (src, dst, channel) -> index
+    auto connectionFor = [&](int src, int dst, int channel) {
+      auto [it, inserted] =
+          connections.try_emplace({src, dst, channel}, static_cast<int>(conns_.size()));
+      if (inserted) {
+        Connection c;
+        c.srcRank = src;
+        c.dstRank = dst;
+        conns_.push_back(std::move(c));
+      }
+      return it->second;
+    };
+    int steps = 0;
+    for (const auto& rp : a_.ranks) {
+      for (const auto& tb : rp.threadblocks) {
+        ThreadblockState s;
+        s.rank = rp.rank;
+        s.tb = tb.id;
+        s.program = &tb;
+        s.stepBase = steps;
+        steps += static_cast<int>(tb.steps.size());
+        s.phase = tb.steps.empty() ? Phase::done : Phase::idle;
+        if (!rankEngine_.empty()) s.engine = rankEngine_[static_cast<std::size_t>(rp.rank)];
+        if (!nodeCpu_.empty())
+          s.cpu = nodeCpu_[static_cast<std::size_t>(fabric_.topology().nodeOf(rp.rank))];
+        const int flat = static_cast<int>(tbs_.size());
+        if (tb.sendPeer >= 0) {
+          s.sendConn = connectionFor(rp.rank, tb.sendPeer, tb.channel);
+          conns_[static_cast<std::size_t>(s.sendConn)].sender = flat;
+        }
+        if (tb.recvPeer >= 0) {
+          s.recvConn = connectionFor(tb.recvPeer, rp.rank, tb.channel);
+          conns_[static_cast<std::size_t>(s.recvConn)].receiver = flat;
+        }
+        tbs_.push_back(std::move(s));
+      }
+    }
+    // Flat threadblock index of (rank, tb) and, per step with dependents, who waits on it.
+    tbIndex_.assign(static_cast<std::size_t>(a_.nranks) + 1, 0);
+    for (std::size_t t = 0; t < tbs_.size(); ++t)
+      tbIndex_[static_cast<std::size_t>(tbs_[t].rank) + 1] = static_cast<int>(t) + 1;
+    for (std::size_t r = 1; r < tbIndex_.size(); ++r)
+      tbIndex_[r] = std::max(tbIndex_[r], tbIndex_[r - 1]);
+    // Dependents as compressed rows: dependentStart_[step]..dependentStart_[step + 1].
+    std::vector<std::pair<int, int>> edges;  // (flat step waited on, flat tb waiting)
+    for (int t = 0; t < static_cast<int>(tbs_.size()); ++t) {
+      const ThreadblockState& s = tbs_[static_cast<std::size_t>(t)];
+      for (const auto& step : s.program->steps)
+        for (const auto& dep : step.deps)
+          edges.emplace_back(flatStep(s.rank, dep.tb, dep.step), t);
+    }
+    std::sort(edges.begin(), edges.end());
+    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    dependentStart_.assign(static_cast<std::size_t>(steps) + 1, 0);
+    for (const auto& e : edges)
+      ++dependentStart_[static_cast<std::size_t>(e.first) + 1];
+    for (std::size_t i = 1; i < dependentStart_.size(); ++i)
+      dependentStart_[i] += dependentStart_[i - 1];
+    dependents_.clear();
+    for (const auto& e : edges)
+      dependents_.push_back(e.second);
+    for (auto& s : tbs_) {
+      // Rates at the rank's working set: its buffers' bytes for this call.
+      const ir::RankProgram& rp = a_.ranks[static_cast<std::size_t>(s.rank)];
+      const double workingSet =
+          static_cast<double>(rp.inputChunks + rp.outputChunks + rp.scratchChunks) *
+          static_cast<double>(chunkBytes_);
+      s.copyRate =
+          rateOrInfinity(topology::rateAt(device_.copyCurve, workingSet, device_.copyRate));
+      s.reduceRate =
+          rateOrInfinity(topology::rateAt(device_.reduceCurve, workingSet, device_.reduceRate));
+      for (auto* list : {&s.localResources, &s.wireResources}) {
+        if (s.engine != kNone) list->push_back(s.engine);
+        if (s.cpu != kNone) list->push_back(s.cpu);
+      }
+      for (int r : fabric_.localResources(s.rank))
+        s.localResources.push_back(fabricResource(r));
+      if (s.program->sendPeer >= 0 && s.program->sendPeer != s.rank) {
+        const topology::Route& route = fabric_.route(s.rank, s.program->sendPeer);
+        for (int r : route.resources)
+          s.wireResources.push_back(fabricResource(r));
+        s.routeLatency = route.latency;
+      }
+    }
+    if (options_.criticalPath || options_.trace)
+      stepRecord_.assign(static_cast<std::size_t>(steps) * static_cast<std::size_t>(tiles_), kNone);
+    for (const auto& c : conns_) {
+      if (c.sender == kNone || c.receiver == kNone)
+        throw SimulationError(fmt::format(
+            "{}: rank {} {} rank {} on a channel but no threadblock of rank {} {} it; the "
+            "program cannot run (check it with `chorus verify`)",
+            a_.name, c.srcRank, c.sender == kNone ? "receives from" : "sends to", c.dstRank,
+            c.sender == kNone ? c.srcRank : c.dstRank,
+            c.sender == kNone ? "sends to" : "receives from"));
+    }
+  }
+
+  int flatTb(int rank, int tb) const { return tbIndex_[static_cast<std::size_t>(rank)] + tb; }
+  int flatStep(int rank, int tb, int step) const {
+    return tbs_[static_cast<std::size_t>(flatTb(rank, tb))].stepBase + step;
+  }
+
+  // ---- events -----------------------------------------------------------------------------
+  void schedule(double time, EventKind kind, int id, std::uint32_t version = 0) {
+    events_.push(Event{time, seq_++, kind, id, version});
+  }
+
+  void loop() {
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      ++eventCount_;
+      now_ = e.time;
+      switch (e.kind) {
+        case EventKind::flowDone: {
+          Flow& f = flows_[static_cast<std::size_t>(e.id)];
+          if (!f.active || f.version != e.version) break;
+          finishFlow(e.id);
+          break;
+        }
+        case EventKind::arrival: {
+          Connection& c = conns_[static_cast<std::size_t>(e.id)];
+          ++c.arrived;
+          wake(c.receiver);
+          break;
+        }
+        case EventKind::overheadDone:
+          startPass(e.id);
+          break;
+        case EventKind::portDone:
+          releasePort(e.id);
+          break;
+      }
+      drainWorklist();
+    }
+  }
+
+  void wake(int tb) { worklist_.push_back(tb); }
+
+  void drainWorklist() {
+    while (!worklist_.empty()) {
+      const int t = worklist_.back();
+      worklist_.pop_back();
+      tryStart(t);
+    }
+  }
+
+  // ---- steps ------------------------------------------------------------------------------
+  // Whether step `step` of threadblock (rank, tb) finished its tile `tile`.
+  bool finished(int rank, int tb, int step, int tile) const {
+    const ThreadblockState& s = tbs_[static_cast<std::size_t>(flatTb(rank, tb))];
+    if (s.phase == Phase::done) return true;
+    return s.tile > tile || (s.tile == tile && s.step > step);
+  }
+
+  void tryStart(int t) {
+    ThreadblockState& s = tbs_[static_cast<std::size_t>(t)];
+    if (s.phase != Phase::idle) return;
+    const ir::Step& step = s.program->steps[static_cast<std::size_t>(s.step)];
+    // What was last to become ready (critical path): the previous step by default.
+    double readyAt = s.lastEnd;
+    Wait waited = Wait::previous;
+    int waitedRecord = s.lastRecord;
+    std::string waitedOn;
+    for (const auto& dep : step.deps) {
+      if (!finished(s.rank, dep.tb, dep.step, s.tile)) return;
+      if (recording()) {
+        const int rec = recordOf(flatStep(s.rank, dep.tb, dep.step), s.tile);
+        if (rec != kNone && records_[static_cast<std::size_t>(rec)].end >= readyAt) {
+          readyAt = records_[static_cast<std::size_t>(rec)].end;
+          waited = Wait::dependency;
+          waitedRecord = rec;
+          waitedOn = fmt::format("tb {} step {}", dep.tb, dep.step);
+        }
+      }
+    }
+    if (ir::opReceives(step.op)) {
+      Connection& c = conns_[static_cast<std::size_t>(s.recvConn)];
+      if (c.arrived <= c.taken) return;
+      if (recording() && !c.sendRecords.empty()) {
+        const int rec = c.sendRecords.front();
+        const double arrivedAt = arrivalTimes_[static_cast<std::size_t>(rec)];
+        if (arrivedAt >= readyAt) {
+          readyAt = arrivedAt;
+          waited = Wait::data;
+          waitedRecord = rec;
+          waitedOn = fmt::format("data from rank {}", c.srcRank);
+        }
+      }
+    }
+    if (ir::opSends(step.op) && options_.tiling) {
+      Connection& c = conns_[static_cast<std::size_t>(s.sendConn)];
+      if (c.sent - c.consumed >= static_cast<std::uint64_t>(options_.slots)) return;
+      if (recording() && c.sent >= static_cast<std::uint64_t>(options_.slots)) {
+        // The slot this message uses was freed by the receive of message sent - slots; the
+        // deques hold the receives [consumed - size, consumed).
+        const std::uint64_t freer = c.sent - static_cast<std::uint64_t>(options_.slots);
+        const std::uint64_t first = c.consumed - c.consumeRecords.size();
+        if (freer >= first && freer < c.consumed) {
+          const auto at = static_cast<std::size_t>(freer - first);
+          const int rec = c.consumeRecords[at];
+          const double freedAt = c.consumeTimes[at];
+          if (freedAt >= readyAt) {
+            readyAt = freedAt;
+            waited = Wait::slot;
+            waitedRecord = rec;
+            waitedOn = fmt::format("a free slot to rank {}", c.dstRank);
+          }
+        }
+      }
+    }
+    if (ir::opSends(step.op) && !ports_.empty()) {
+      PortQueue& q = ports_[static_cast<std::size_t>(s.rank)];
+      if (q.free == 0 || (!q.waiting.empty() && q.waiting.front() != t)) {
+        if (!s.waitsForPort) {
+          s.waitsForPort = true;
+          q.waiting.push_back(t);
+        }
+        return;
+      }
+      if (s.waitsForPort) {
+        q.waiting.pop_front();
+        s.waitsForPort = false;
+      }
+      --q.free;
+      if (recording() && q.lastReleaser != kNone && q.lastRelease >= readyAt && q.free == 0) {
+        readyAt = q.lastRelease;
+        waited = Wait::port;
+        waitedRecord = q.lastReleaser;
+        waitedOn = "a free send port";
+      }
+    }
+    // All inputs are there: start.
+    if (ir::opReceives(step.op)) ++conns_[static_cast<std::size_t>(s.recvConn)].taken;
+    if (ir::opSends(step.op)) ++conns_[static_cast<std::size_t>(s.sendConn)].sent;
+    ++stepsExecuted_;
+    s.pass = 0;
+    s.record = kNone;
+    if (recording()) {
+      StepRecord rec;
+      rec.rank = s.rank;
+      rec.tb = s.tb;
+      rec.step = s.step;
+      rec.tile = s.tile;
+      rec.op = step.op;
+      rec.peer = ir::opReceives(step.op) ? s.program->recvPeer
+                                         : (ir::opSends(step.op) ? s.program->sendPeer : -1);
+      rec.bytes = tileBytes(s.tile) * static_cast<std::uint64_t>(step.count);
+      rec.ready = now_;
+      rec.start = now_;
+      s.record = static_cast<int>(records_.size());
+      records_.push_back(std::move(rec));
+      preds_.push_back(waitedRecord);
+      waits_.push_back(waited);
+      waitedOn_.push_back(std::move(waitedOn));
+      arrivalTimes_.push_back(0);
+      stepRecord_[static_cast<std::size_t>(s.stepBase + s.step) * tiles_ +
+                  static_cast<std::size_t>(s.tile)] = s.record;
+    }
+    if (step.op != ir::OpKind::nop && device_.stepOverhead > 0) {
+      s.phase = Phase::overhead;
+      schedule(now_ + device_.stepOverhead, EventKind::overheadDone, t);
+      return;
+    }
+    s.phase = Phase::working;
+    startPass(t);
+  }
+
+  // Starts the threadblock's current pass, or ends the step when none is left.
+  void startPass(int t) {
+    ThreadblockState& s = tbs_[static_cast<std::size_t>(t)];
+    s.phase = Phase::working;
+    const ir::Step& step = s.program->steps[static_cast<std::size_t>(s.step)];
+    Pass passes[2];
+    const int n = passesOf(step.op, passes);
+    while (s.pass < n) {
+      const Pass& p = passes[s.pass];
+      const double base = p.reduce ? s.reduceRate : s.copyRate;
+      const double bytes = static_cast<double>(tileBytes(s.tile)) * static_cast<double>(step.count);
+      const std::vector<int>& res = p.wire ? s.wireResources : s.localResources;
+      const bool bounded =
+          std::isfinite(base) || std::any_of(res.begin(), res.end(), [&](int r) {
+            return resources_[static_cast<std::size_t>(r)].kind != ShareKind::timeShare;
+          });
+      if (bytes > 0 && bounded) {
+        startFlow(t, bytes, base, res);
+        return;
+      }
+      ++s.pass;  // instantaneous
+    }
+    if (ir::opSends(step.op) && !ports_.empty()) {
+      // One-port model: the port stays taken until the message arrived.
+      schedule(now_ + s.routeLatency + device_.messageLatency, EventKind::portDone, t);
+      return;
+    }
+    endStep(t);
+  }
+
+  void releasePort(int t) {
+    ThreadblockState& s = tbs_[static_cast<std::size_t>(t)];
+    PortQueue& q = ports_[static_cast<std::size_t>(s.rank)];
+    ++q.free;
+    q.lastReleaser = s.record;
+    q.lastRelease = now_;
+    if (!q.waiting.empty()) wake(q.waiting.front());
+    endStep(t, /*latencyPaid=*/true);
+  }
+
+  void endStep(int t, bool latencyPaid = false) {
+    ThreadblockState& s = tbs_[static_cast<std::size_t>(t)];
+    const ir::Step& step = s.program->steps[static_cast<std::size_t>(s.step)];
+    if (s.record != kNone) records_[static_cast<std::size_t>(s.record)].end = now_;
+    if (ir::opReceives(step.op)) {
+      Connection& c = conns_[static_cast<std::size_t>(s.recvConn)];
+      ++c.consumed;
+      if (recording()) {
+        if (!c.sendRecords.empty()) c.sendRecords.pop_front();
+        c.consumeRecords.push_back(s.record);
+        c.consumeTimes.push_back(now_);
+        if (c.consumeRecords.size() > static_cast<std::size_t>(options_.slots) + 1) {
+          c.consumeRecords.pop_front();
+          c.consumeTimes.pop_front();
+        }
+      }
+      wake(c.sender);
+    }
+    if (ir::opSends(step.op)) {
+      const double arrival = latencyPaid ? now_ : now_ + s.routeLatency + device_.messageLatency;
+      if (recording()) {
+        arrivalTimes_[static_cast<std::size_t>(s.record)] = arrival;
+        conns_[static_cast<std::size_t>(s.sendConn)].sendRecords.push_back(s.record);
+      }
+      schedule(arrival, EventKind::arrival, s.sendConn);
+    }
+    finishTime_ = std::max(finishTime_, now_);
+    s.lastEnd = now_;
+    s.lastRecord = s.record;
+    const int done = s.stepBase + s.step;
+    if (++s.step == static_cast<int>(s.program->steps.size())) {
+      s.step = 0;
+      if (++s.tile == tiles_) {
+        s.phase = Phase::done;
+        ++tbsDone_;
+      }
+    }
+    if (s.phase != Phase::done) s.phase = Phase::idle;
+    for (int i = dependentStart_[static_cast<std::size_t>(done)];
+         i < dependentStart_[static_cast<std::size_t>(done) + 1]; ++i)
+      wake(dependents_[static_cast<std::size_t>(i)]);
+    wake(t);
+  }
+
+  // ---- flows ------------------------------------------------------------------------------
+  void startFlow(int t, double bytes, double baseRate, const std::vector<int>& res) {
+    int id;
+    if (!freeFlows_.empty()) {
+      id = freeFlows_.back();
+      freeFlows_.pop_back();
+    } else {
+      id = static_cast<int>(flows_.size());
+      flows_.emplace_back();
+    }
+    Flow& f = flows_[static_cast<std::size_t>(id)];
+    f.active = true;
+    f.tb = t;
+    f.bytes = bytes;
+    f.remaining = bytes;
+    f.baseRate = baseRate;
+    f.updated = now_;
+    f.resources.assign(res.begin(), res.end());
+    for (int r : f.resources) {
+      SimResource& sr = resources_[static_cast<std::size_t>(r)];
+      if (sr.flows.empty()) sr.busySince = now_;
+      sr.flows.push_back(id);
+    }
+    f.rate = 0;
+    reschedule(id);
+    updateNeighbours(id);
+  }
+
+  void finishFlow(int id) {
+    Flow& f = flows_[static_cast<std::size_t>(id)];
+    f.active = false;
+    ++f.version;
+    for (int r : f.resources) {
+      SimResource& sr = resources_[static_cast<std::size_t>(r)];
+      auto it = std::find(sr.flows.begin(), sr.flows.end(), id);
+      *it = sr.flows.back();
+      sr.flows.pop_back();
+      if (sr.flows.empty()) sr.busy += now_ - sr.busySince;
+      if (sr.kind != ShareKind::timeShare) sr.bytes += f.bytes;
+    }
+    updateNeighbours(id);
+    freeFlows_.push_back(id);
+    ThreadblockState& s = tbs_[static_cast<std::size_t>(f.tb)];
+    ++s.pass;
+    startPass(f.tb);
+  }
+
+  // Rate of flow `id` from the current shares (algorithm step 3 in the file comment).
+  double rateOf(const Flow& f) const {
+    double engine = f.baseRate;
+    double wire = kInfinity;
+    for (int r : f.resources) {
+      const SimResource& sr = resources_[static_cast<std::size_t>(r)];
+      const double n = static_cast<double>(sr.flows.size());
+      switch (sr.kind) {
+        case ShareKind::timeShare:
+          if (n > sr.capacity) engine *= sr.capacity / n;
+          break;
+        case ShareKind::memory:
+          engine = std::min(engine, sr.bandwidth / n);
+          break;
+        case ShareKind::wire:
+          wire = std::min(wire, sr.bandwidth / n);
+          break;
+      }
+    }
+    return 1.0 / (1.0 / engine + 1.0 / wire);
+  }
+
+  // Brings `remaining` up to now at the old rate, takes the new rate and re-posts the end.
+  void reschedule(int id) {
+    Flow& f = flows_[static_cast<std::size_t>(id)];
+    if (f.rate > 0) f.remaining -= f.rate * (now_ - f.updated);
+    f.remaining = std::max(f.remaining, 0.0);
+    f.updated = now_;
+    const double rate = rateOf(f);
+    if (rate == f.rate && f.remaining > kByteEpsilon) return;  // its end event still holds
+    f.rate = rate;
+    ++f.version;
+    const double left = f.remaining > kByteEpsilon ? f.remaining / rate : 0.0;
+    schedule(now_ + left, EventKind::flowDone, id, f.version);
+  }
+
+  // A flow started or ended: every other flow on its resources may change rate.
+  void updateNeighbours(int id) {
+    const Flow& f = flows_[static_cast<std::size_t>(id)];
+    touched_.clear();
+    for (int r : f.resources)
+      for (int other : resources_[static_cast<std::size_t>(r)].flows)
+        if (other != id) touched_.push_back(other);
+    if (touched_.size() > 1) {
+      std::sort(touched_.begin(), touched_.end());
+      touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+    }
+    for (int other : touched_)
+      reschedule(other);
+  }
+
+  // ---- results ----------------------------------------------------------------------------
+  bool recording() const { return options_.criticalPath || options_.trace; }
+  int recordOf(int flatStepIndex, int tile) const {
+    return stepRecord_[static_cast<std::size_t>(flatStepIndex) * tiles_ +
+                       static_cast<std::size_t>(tile)];
+  }
+
+  void checkFinished() {
+    if (tbsDone_ == static_cast<int>(tbs_.size())) return;
+    std::string blocked;
+    int shown = 0;
+    for (const auto& s : tbs_) {
+      if (s.phase == Phase::done) continue;
+      if (shown++ == 4) {
+        blocked += "; ...";
+        break;
+      }
+      const ir::Step& step = s.program->steps[static_cast<std::size_t>(s.step)];
+      blocked += fmt::format("{}rank {} tb {} step {} ({}, tile {})", shown > 1 ? "; " : "", s.rank,
+                             s.tb, s.step, ir::opName(step.op), s.tile);
+    }
+    throw SimulationError(fmt::format(
+        "{}: the simulation deadlocked at {:.3f} us: {} threadblocks can never proceed ({}); "
+        "check the program with `chorus verify` (FIFOs of {} slots)",
+        a_.name, now_ * 1e6, tbs_.size() - static_cast<std::size_t>(tbsDone_), blocked,
+        options_.slots));
+  }
+
+  SimResult collect() {
+    SimResult r;
+    r.bytes = options_.bytes;
+    r.seconds = finishTime_;
+    r.tiles = tiles_;
+    for (const auto& rp : a_.ranks)
+      r.workingSet = std::max(
+          r.workingSet, static_cast<double>(rp.inputChunks + rp.outputChunks + rp.scratchChunks) *
+                            static_cast<double>(chunkBytes_));
+    r.stepsExecuted = stepsExecuted_;
+    r.events = eventCount_;
+    if (r.seconds > 0) {
+      r.algbw = static_cast<double>(options_.bytes) / r.seconds;
+      const auto collective = benchCollective(a_.collective);
+      const double factor = collective ? perf::busBandwidthFactor(*collective, a_.nranks) : 1.0;
+      r.busbw = r.algbw * factor;
+    }
+    for (const auto& sr : resources_) {
+      if (sr.kind == ShareKind::timeShare || sr.bytes <= 0) continue;
+      LinkUse use;
+      use.name = sr.name;
+      use.bytes = sr.bytes;
+      use.busy = sr.busy;
+      use.utilization = r.seconds > 0 ? sr.bytes / (sr.bandwidth * r.seconds) : 0;
+      r.links.push_back(std::move(use));
+    }
+    std::stable_sort(r.links.begin(), r.links.end(), [](const LinkUse& x, const LinkUse& y) {
+      return x.utilization > y.utilization;
+    });
+    if (options_.criticalPath && !records_.empty()) {
+      int last = 0;
+      for (std::size_t i = 0; i < records_.size(); ++i)
+        if (records_[i].end > records_[static_cast<std::size_t>(last)].end)
+          last = static_cast<int>(i);
+      for (int at = last; at != kNone; at = preds_[static_cast<std::size_t>(at)]) {
+        StepRecord rec = records_[static_cast<std::size_t>(at)];
+        rec.waitedFor = waitText(at);
+        r.criticalPath.push_back(std::move(rec));
+        if (r.criticalPath.size() > records_.size()) break;  // defensive: no cycles expected
+      }
+      std::reverse(r.criticalPath.begin(), r.criticalPath.end());
+    }
+    if (options_.trace) r.trace = std::move(records_);
+    return r;
+  }
+
+  std::string waitText(int record) const {
+    switch (waits_[static_cast<std::size_t>(record)]) {
+      case Wait::none:
+        return "start";
+      case Wait::previous:
+        return preds_[static_cast<std::size_t>(record)] == kNone ? "start" : "previous step";
+      case Wait::dependency:
+      case Wait::data:
+      case Wait::slot:
+      case Wait::port:
+        return waitedOn_[static_cast<std::size_t>(record)];
+    }
+    return "";
+  }
+
+  const ir::Algorithm& a_;
+  topology::Fabric& fabric_;
+  const SimOptions& options_;
+  const topology::DeviceModel& device_;
+
+  std::size_t chunkElems_ = 0;
+  std::size_t chunkBytes_ = 0;
+  std::size_t tileElems_ = 1;
+  int tiles_ = 1;
+
+  std::vector<SimResource> resources_;
+  std::unordered_map<int, int> fabricMap_;
+  std::vector<int> nodeCpu_;
+  std::vector<int> rankEngine_;
+  std::vector<PortQueue> ports_;  // per rank, empty when ports are unlimited
+  std::vector<ThreadblockState> tbs_;
+  std::vector<int> tbIndex_;
+  std::vector<int> dependentStart_;
+  std::vector<int> dependents_;
+  std::vector<Connection> conns_;
+  std::vector<Flow> flows_;
+  std::vector<int> freeFlows_;
+  std::vector<int> touched_;
+  std::vector<int> worklist_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::uint64_t seq_ = 0;
+  double now_ = 0;
+  double finishTime_ = 0;
+  int tbsDone_ = 0;
+  std::size_t stepsExecuted_ = 0;
+  std::size_t eventCount_ = 0;
+
+  // Recording (critical path, trace).
+  std::vector<StepRecord> records_;
+  std::vector<int> preds_;
+  std::vector<Wait> waits_;
+  std::vector<std::string> waitedOn_;
+  std::vector<double> arrivalTimes_;
+  std::vector<int> stepRecord_;
+};
+
+}  // namespace
+
+std::optional<perf::Collective> benchCollective(ir::CollectiveKind kind) {
+  switch (kind) {
+    case ir::CollectiveKind::allreduce:
+      return perf::Collective::allreduce;
+    case ir::CollectiveKind::allgather:
+      return perf::Collective::allgather;
+    case ir::CollectiveKind::reducescatter:
+      return perf::Collective::reducescatter;
+    case ir::CollectiveKind::alltoall:
+      return perf::Collective::alltoall;
+    case ir::CollectiveKind::broadcast:
+      return perf::Collective::broadcast;
+    case ir::CollectiveKind::reduce:
+      return perf::Collective::reduce;
+    case ir::CollectiveKind::custom:
+      break;
+  }
+  return std::nullopt;
+}
+
+SimResult simulate(const ir::Algorithm& algorithm, topology::Fabric& fabric,
+                   const SimOptions& options) {
+  return Simulation(algorithm, fabric, options).run();
+}
+
+}  // namespace chorus::sim
