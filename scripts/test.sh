@@ -8,17 +8,36 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 failed=()
 passed=()
+# Each stage's output also goes to test-logs/<n>.log, so the summary at the end can repeat
+# what failed (CI often shows only the last lines of a long log).
+log_dir=test-logs
+mkdir -p "$log_dir"
+stage_logs=()
 run_stage() {
   local name=$1
   shift
+  local log="$log_dir/$((${#passed[@]} + ${#failed[@]} + 1)).log"
   echo
   echo "=== $name"
-  if "$@"; then
+  if "$@" 2>&1 | tee "$log"; [ "${PIPESTATUS[0]}" -eq 0 ]; then
     passed+=("$name")
   else
     echo "=== $name: FAILED" >&2
     failed+=("$name")
+    stage_logs+=("$log")
   fi
+}
+
+# The lines of a failed stage's log that say what failed: compiler errors, failed or timed
+# out tests, and gtest failure messages (at most 60 lines per stage).
+print_failures() {
+  local i
+  for i in "${!failed[@]}"; do
+    echo
+    echo "=== what failed in ${failed[$i]} (full log: ${stage_logs[$i]})"
+    grep -E 'error:|FAILED|\*\*\*[A-Z]|\(Failed\)|\(Timeout\)|\(SEGFAULT\)|\(Subprocess aborted\)|Exception|Failure$|^Expected|Which is|Value of|  Actual|ERROR: |runtime error:' \
+      "${stage_logs[$i]}" | grep -v "Not Run (Disabled)" | head -60
+  done
 }
 
 build_and_test() {
@@ -71,5 +90,7 @@ if [ ${#failed[@]} -eq 0 ]; then
   echo "test.sh: PASS (${passed[*]})"
   exit 0
 fi
+print_failures
+echo
 echo "test.sh: FAIL (${#failed[@]} stage(s) failed: ${failed[*]})"
 exit 1
