@@ -51,6 +51,7 @@ struct Options {
   int runs = 3;        // separate bench processes per choice; the fastest run's median counts
   std::string report;  // markdown file; empty = standard output only
   std::string keep;    // directory for the bench JSON files; empty = a temporary one
+  std::string measured;  // predict from the JSON files a --keep run left here; no measuring
 };
 
 struct Row {
@@ -64,12 +65,18 @@ struct Row {
   double error() const { return (predictedUs - measuredUs) / measuredUs; }
 };
 
+// The bench JSON file of one choice's run `round`.
+std::filesystem::path recordsPath(const std::filesystem::path& dir, const std::string& collective,
+                                  const std::string& choice, int ranks, int round) {
+  return dir / fmt::format("{}-{}-{}-run{}.json", ranks, collective,
+                           std::hash<std::string>{}(choice), round);
+}
+
 // Measures one choice over the sweep once; empty when the bench failed.
 std::vector<perf::BenchRecord> measureOnce(const Options& o, const std::string& collective,
-                                           const std::string& choice, int ranks,
+                                           const std::string& choice, int ranks, int round,
                                            const std::filesystem::path& dir) {
-  const std::filesystem::path out =
-      dir / fmt::format("{}-{}-{}.json", ranks, collective, std::hash<std::string>{}(choice));
+  const std::filesystem::path out = recordsPath(dir, collective, choice, ranks, round);
   const std::string command = fmt::format(
       "'{}' bench {} --algo '{}' --ranks {} --transport shm --bind core -b {} -e {} -f {} "
       "--no-inplace "
@@ -195,7 +202,7 @@ int run(const Options& o) {
         "topology '{}' has {} devices but --ranks asks for {}; run `chorus topology detect "
         "--ranks {}`",
         o.topology, fabric.ranks(), most, most));
-  std::filesystem::path dir = o.keep;
+  std::filesystem::path dir = o.measured.empty() ? o.keep : o.measured;
   if (dir.empty()) dir = std::filesystem::temp_directory_path() / "chorus-sim-accuracy";
   std::filesystem::create_directories(dir);
 
@@ -222,11 +229,19 @@ int run(const Options& o) {
   // Rounds over every job, so a slow period of the host (docs/simulator.md) hits one round of
   // everything rather than every run of one algorithm; per size the fastest round counts.
   for (int round = 0; round < o.runs; ++round) {
+    if (!o.measured.empty()) {  // earlier runs' files; a choice without any is left out
+      for (Job& job : jobs) {
+        const auto path = recordsPath(dir, job.collective, job.choice.describe(), job.ranks, round);
+        if (std::filesystem::exists(path)) keepFastest(job.best, perf::readRecordsFile(path));
+      }
+      continue;
+    }
     fmt::print(stderr, "sim_accuracy: round {} of {} ({} benches)\n", round + 1, o.runs,
                jobs.size());
     for (Job& job : jobs) {
       if (job.failed) continue;
-      auto records = measureOnce(o, job.collective, job.choice.describe(), job.ranks, dir);
+      auto records =
+          measureOnce(o, job.collective, job.choice.describe(), job.ranks, round, dir);
       if (records.empty()) {
         job.failed = true;
         continue;
@@ -288,6 +303,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--report", o.report, "Also write the markdown report to FILE");
   app.add_option("--keep", o.keep, "Keep the bench JSON files in DIR");
+  app.add_option("--measured", o.measured,
+                 "Measure nothing: predict the runs that --keep DIR kept (same sizes and --runs), "
+                 "e.g. after a new `chorus topology detect` or a simulator change");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

@@ -12,7 +12,8 @@
 //        1 / (1 / min(engine rate × time shares, memory caps) + 1 / min(route link shares))
 //      so an engine's reduction and the wire add up (the α-β-γ model of seed 001) while memory
 //      buses cap the engine. Shares are equal per resource and are recomputed whenever a flow
-//      starts or ends on it (congestion).
+//      starts or ends on it (congestion); time shares nest (a node's cores among its busy rank
+//      engines, then each engine among its flows).
 //   4. When the step ends, its message arrives after the route's latency plus the device's
 //      message latency, its received slot is freed, and the steps waiting on it are woken.
 #include "sim/simulator.h"
@@ -51,6 +52,12 @@ struct SimResource {
   double bandwidth = 0;  // wire and memory: bytes/s shared equally
   int capacity = 0;      // time share: flows that run at full speed at once
   int fabricIndex = kNone;
+  // Time-share hierarchy: a rank's engines are threads that a node's cores time share, so the
+  // node's load is the engines in use, sum over its ranks of min(capacity, flows), not its
+  // flows (a rank with 3 flows on 1 engine is 1 thread wanting a core).
+  int parent = kNone;    // the node cpu this rank engine runs on
+  bool hasChildren = false;
+  double demand = 0;     // node cpu with children: engines in use on it
   std::vector<int> flows;  // active flow ids
   double busySince = 0;
   double busy = 0;
@@ -119,7 +126,7 @@ struct ThreadblockState {
   double lastEnd = 0;
   std::vector<int> localResources;  // resources of a local pass: engine, cpu, memory
   std::vector<int> wireResources;   // of a pass writing the message: engine, cpu, route
-  double routeLatency = 0;
+  double messageDelay = 0;  // send end to arrival: route, device and expected wake latency
   double copyRate = kInfinity;  // the device's rates at this rank's working set
   double reduceRate = kInfinity;
   bool waitsForPort = false;  // queued in its rank's PortQueue
@@ -173,6 +180,17 @@ int passesOf(ir::OpKind op, Pass out[2]) {
 
 double rateOrInfinity(double rate) {
   return rate > 0 ? rate : kInfinity;
+}
+
+// The wake-up a message to `rank` waits for on average (NodeModel::wakeLatency): on a node
+// running more of the call's `nranks` ranks than it has cores, the receiver is off a core
+// with probability 1 - cores / ranks there.
+double expectedWake(const topology::Topology& topo, int rank, int nranks) {
+  if (topo.node.cores <= 0 || topo.node.wakeLatency <= 0) return 0;
+  const int first = topo.nodeOf(rank) * topo.node.devices;
+  const int onNode = std::min(topo.node.devices, nranks - first);
+  if (onNode <= topo.node.cores) return 0;
+  return topo.node.wakeLatency * (1.0 - static_cast<double>(topo.node.cores) / onNode);
 }
 
 class Simulation {
@@ -276,9 +294,16 @@ class Simulation {
       ports_.assign(static_cast<std::size_t>(a_.nranks),
                     PortQueue{device_.sendPorts, {}, kNone, 0});
     if (device_.engines > 0) {
-      for (int r = 0; r < a_.nranks; ++r)
-        rankEngine_.push_back(addResource(fmt::format("rank{} engines", r), ShareKind::timeShare, 0,
-                                          device_.engines));
+      for (int r = 0; r < a_.nranks; ++r) {
+        const int engine = addResource(fmt::format("rank{} engines", r), ShareKind::timeShare, 0,
+                                       device_.engines);
+        rankEngine_.push_back(engine);
+        if (!nodeCpu_.empty()) {
+          const int cpu = nodeCpu_[static_cast<std::size_t>(topo.nodeOf(r))];
+          resources_[static_cast<std::size_t>(engine)].parent = cpu;
+          resources_[static_cast<std::size_t>(cpu)].hasChildren = true;
+        }
+      }
     }
   }
 
@@ -344,12 +369,11 @@ class Simulation {
     dependents_.clear();
     for (const auto& e : edges)
       dependents_.push_back(e.second);
+    const std::vector<double> workingSets = nodeWorkingSets();
     for (auto& s : tbs_) {
-      // Rates at the rank's working set: its buffers' bytes for this call.
-      const ir::RankProgram& rp = a_.ranks[static_cast<std::size_t>(s.rank)];
+      // Rates at the node's working set: caches are shared by the ranks of a node.
       const double workingSet =
-          static_cast<double>(rp.inputChunks + rp.outputChunks + rp.scratchChunks) *
-          static_cast<double>(chunkBytes_);
+          workingSets[static_cast<std::size_t>(fabric_.topology().nodeOf(s.rank))];
       s.copyRate =
           rateOrInfinity(topology::rateAt(device_.copyCurve, workingSet, device_.copyRate));
       s.reduceRate =
@@ -364,7 +388,8 @@ class Simulation {
         const topology::Route& route = fabric_.route(s.rank, s.program->sendPeer);
         for (int r : route.resources)
           s.wireResources.push_back(fabricResource(r));
-        s.routeLatency = route.latency;
+        s.messageDelay = route.latency + device_.messageLatency +
+                         expectedWake(fabric_.topology(), s.program->sendPeer, a_.nranks);
       }
     }
     if (options_.criticalPath || options_.trace)
@@ -575,7 +600,7 @@ class Simulation {
     }
     if (ir::opSends(step.op) && !ports_.empty()) {
       // One-port model: the port stays taken until the message arrived.
-      schedule(now_ + s.routeLatency + device_.messageLatency, EventKind::portDone, t);
+      schedule(now_ + s.messageDelay, EventKind::portDone, t);
       return;
     }
     endStep(t);
@@ -610,7 +635,7 @@ class Simulation {
       wake(c.sender);
     }
     if (ir::opSends(step.op)) {
-      const double arrival = latencyPaid ? now_ : now_ + s.routeLatency + device_.messageLatency;
+      const double arrival = latencyPaid ? now_ : now_ + s.messageDelay;
       if (recording()) {
         arrivalTimes_[static_cast<std::size_t>(s.record)] = arrival;
         conns_[static_cast<std::size_t>(s.sendConn)].sendRecords.push_back(s.record);
@@ -657,6 +682,7 @@ class Simulation {
       SimResource& sr = resources_[static_cast<std::size_t>(r)];
       if (sr.flows.empty()) sr.busySince = now_;
       sr.flows.push_back(id);
+      if (sr.parent != kNone) changeDemand(sr, sr.flows.size() - 1);
     }
     f.rate = 0;
     reschedule(id);
@@ -672,6 +698,7 @@ class Simulation {
       auto it = std::find(sr.flows.begin(), sr.flows.end(), id);
       *it = sr.flows.back();
       sr.flows.pop_back();
+      if (sr.parent != kNone) changeDemand(sr, sr.flows.size() + 1);
       if (sr.flows.empty()) sr.busy += now_ - sr.busySince;
       if (sr.kind != ShareKind::timeShare) sr.bytes += f.bytes;
     }
@@ -682,6 +709,15 @@ class Simulation {
     startPass(f.tb);
   }
 
+  // A rank engine's flow count changed from `before`: its node cpu's demand follows.
+  void changeDemand(const SimResource& engine, std::size_t before) {
+    const auto inUse = [&](std::size_t flows) {
+      return std::min(static_cast<double>(engine.capacity), static_cast<double>(flows));
+    };
+    resources_[static_cast<std::size_t>(engine.parent)].demand +=
+        inUse(engine.flows.size()) - inUse(before);
+  }
+
   // Rate of flow `id` from the current shares (algorithm step 3 in the file comment).
   double rateOf(const Flow& f) const {
     double engine = f.baseRate;
@@ -690,9 +726,13 @@ class Simulation {
       const SimResource& sr = resources_[static_cast<std::size_t>(r)];
       const double n = static_cast<double>(sr.flows.size());
       switch (sr.kind) {
-        case ShareKind::timeShare:
-          if (n > sr.capacity) engine *= sr.capacity / n;
+        case ShareKind::timeShare: {
+          // Nested shares multiply: a node's cores among its busy engines, then an engine
+          // among its flows.
+          const double load = sr.hasChildren ? sr.demand : n;
+          if (load > sr.capacity) engine *= sr.capacity / load;
           break;
+        }
         case ShareKind::memory:
           engine = std::min(engine, sr.bandwidth / n);
           break;
@@ -761,15 +801,25 @@ class Simulation {
         options_.slots));
   }
 
+  // Bytes of the call's buffers (input, output, scratch) of each node's ranks.
+  std::vector<double> nodeWorkingSets() const {
+    std::vector<double> sets;
+    for (const auto& rp : a_.ranks) {
+      const auto node = static_cast<std::size_t>(fabric_.topology().nodeOf(rp.rank));
+      if (sets.size() <= node) sets.resize(node + 1, 0.0);
+      sets[node] += static_cast<double>(rp.inputChunks + rp.outputChunks + rp.scratchChunks) *
+                    static_cast<double>(chunkBytes_);
+    }
+    return sets;
+  }
+
   SimResult collect() {
     SimResult r;
     r.bytes = options_.bytes;
     r.seconds = finishTime_;
     r.tiles = tiles_;
-    for (const auto& rp : a_.ranks)
-      r.workingSet = std::max(
-          r.workingSet, static_cast<double>(rp.inputChunks + rp.outputChunks + rp.scratchChunks) *
-                            static_cast<double>(chunkBytes_));
+    for (double set : nodeWorkingSets())
+      r.workingSet = std::max(r.workingSet, set);
     r.stepsExecuted = stepsExecuted_;
     r.events = eventCount_;
     if (r.seconds > 0) {

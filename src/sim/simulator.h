@@ -57,7 +57,7 @@ struct SimResult {
   double algbw = 0;               // bytes / seconds
   double busbw = 0;               // algbw * nccl-tests bus factor
   int tiles = 1;                  // times each threadblock ran its steps
-  double workingSet = 0;          // bytes of the largest rank's input, output and scratch buffers
+  double workingSet = 0;          // bytes of the busiest node's input, output and scratch buffers
   std::size_t stepsExecuted = 0;  // step-tiles simulated
   std::size_t events = 0;
   double simSeconds = 0;                 // wall time the simulation took

@@ -93,6 +93,7 @@ Calibration defaultCalibration() {
   calibration.memoryBandwidth = 20e9;
   calibration.reduceRate = 5e9;
   calibration.stepOverhead = 0.1e-6;
+  calibration.wakeLatency = 5e-6;
   return calibration;
 }
 
@@ -162,6 +163,7 @@ Topology localTopology(const HostInfo& host, const Calibration& calibration, int
   node.device.stepOverhead = calibration.stepOverhead;
   node.device.messageLatency = calibration.messageLatency;
   node.cores = host.cores;
+  node.wakeLatency = calibration.wakeLatency;
   validate(topology);
   return topology;
 }

@@ -34,6 +34,7 @@ struct Calibration {
   // copyRate / reduceRate above apply); see docs/topology.md "How detect calibrates".
   std::vector<RatePoint> copyCurve;
   std::vector<RatePoint> reduceCurve;
+  double wakeLatency = 0;  // NodeModel::wakeLatency (0 = not measured)
 };
 
 // What `chorus topology detect --no-calibrate` assumes (docs/topology.md "Defaults"): a

@@ -268,6 +268,7 @@ void validate(const Topology& topology) {
          fmt::format("is {}; use 0 (each device has its own processor) or a core count",
                      topology.node.cores));
   }
+  checkSeconds("node", "wake_latency_us", topology.node.wakeLatency);
   checkSeconds("network", "latency_us", topology.network.latency);
   if (!std::isfinite(topology.network.oversubscription) || topology.network.oversubscription < 1) {
     fail("network", fmt::format("oversubscription is {:g}; it must be >= 1 (1 = non-blocking)",

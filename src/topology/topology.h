@@ -43,8 +43,9 @@ struct Nic {
   double latency = 0;        // seconds, device to the network's switch
 };
 
-// A measured rate at a working set: the bytes of a rank's input, output and scratch buffers
-// for one call (caches make small calls faster than large ones on a CPU host).
+// A measured rate at a working set: the bytes of the input, output and scratch buffers of
+// all the node's ranks for one call (caches, shared by the node's cores, make small calls
+// faster than large ones on a CPU host).
 struct RatePoint {
   double workingSet = 0;  // bytes
   double rate = 0;        // bytes/s
@@ -65,7 +66,7 @@ struct DeviceModel {
   // holds a port from its start until its message arrived, latency included, and waiting
   // steps get ports in request order. 0 = unlimited (latencies overlap).
   int sendPorts = 0;
-  // When not empty, copyRate / reduceRate as functions of the rank's working set, by
+  // When not empty, copyRate / reduceRate as functions of the node's working set, by
   // increasing working set: interpolated log-linearly between points, constant beyond the
   // ends (chorus topology detect measures them for a CPU host).
   std::vector<RatePoint> copyCurve;
@@ -92,6 +93,11 @@ struct NodeModel {
   // Processors the node's devices share (a host running one rank per process on `cores` CPU
   // cores); every engine's work competes for them. 0 = each device has its own.
   int cores = 0;
+  // Seconds until a rank that is not running gets a core when a message arrives for it, on a
+  // node running more ranks than `cores` (the scheduler's wake-up and context switch; fitted
+  // by `chorus topology detect`). A message waits this long with probability
+  // 1 - cores / ranks on the node. 0 = never.
+  double wakeLatency = 0;
 };
 
 // The network joining the nodes' NICs: a switch with `latency` and, when oversubscribed, a

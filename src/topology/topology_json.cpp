@@ -158,6 +158,7 @@ Json nodeJson(const NodeModel& node) {
     json["device"][key] = std::move(points);
   }
   json["cores"] = node.cores;
+  json["wake_latency_us"] = rounded(node.wakeLatency / kUs);
   return json;
 }
 
@@ -225,7 +226,8 @@ class Reader {
  private:
   NodeModel readNode(const Json& json, const JsonPath& path) const {
     expectObject(json, path,
-                 {"name", "devices", "switches", "links", "nics", "levels", "device", "cores"});
+                 {"name", "devices", "switches", "links", "nics", "levels", "device", "cores",
+                  "wake_latency_us"});
     NodeModel node;
     node.name = json.contains("name") ? string(json, path, "name") : std::string();
     readDevices(field(json, path, "devices"), path.member("devices"), node);
@@ -293,6 +295,8 @@ class Reader {
     if (json.contains("device")) node.device = readDevice(json.at("device"), path.member("device"));
     if (json.contains("cores"))
       node.cores = integer(json, path, "cores", 0, std::numeric_limits<int>::max());
+    if (json.contains("wake_latency_us"))
+      node.wakeLatency = number(json, path, "wake_latency_us") * kUs;
     return node;
   }
 

@@ -140,6 +140,9 @@ TEST_F(TopologyCliTest, DetectCalibratesTheShmTransport) {
   for (std::size_t i = 1; i < 6; ++i)
     EXPECT_GT(local.node.device.copyCurve[i].workingSet,
               local.node.device.copyCurve[i - 1].workingSet);
+  // The wake latency comes from 2 x cores ranks sharing the cores.
+  EXPECT_THAT(result.output, HasSubstr("wake latency"));
+  EXPECT_GE(local.node.wakeLatency, 0);
   // --json prints the document on stdout as well.
   EXPECT_THAT(result.output, HasSubstr("\"format\": \"chorus-topology/1\""));
 }

@@ -216,6 +216,51 @@ TEST(Congestion, DisjointFlowsDoNotSlowEachOther) {
   }
 }
 
+// ---- processes sharing cores (the local topology) ---------------------------------------------
+
+// The star with wires too fast to matter, one engine per device of `copyRate`, and `cores`
+// cores shared by the node's devices.
+topology::Topology coreSharingStar(int cores, double copyRate, double wakeLatency = 0) {
+  topology::Topology topology = starTopology(1e18, 0);
+  topology.node.cores = cores;
+  topology.node.wakeLatency = wakeLatency;
+  topology.node.device.copyRate = copyRate;
+  topology.node.device.engines = 1;
+  return topology;
+}
+
+double coreSharingSeconds(const std::vector<std::pair<int, int>>& flows,
+                          const topology::Topology& topology) {
+  topology::Fabric fabric(topology);
+  return sim::simulate(flowsProgram(flows, 3), fabric,
+                       sim::SimOptions{.bytes = 3 * kMiB, .tiling = false})
+      .seconds;
+}
+
+TEST(CoreSharing, CoresAreSharedByBusyRanksThenEachRankAmongItsFlows) {
+  constexpr double kRate = 1e9;
+  const double chunk = 3.0 * kMiB;  // each rank's input: one message
+  // Rank 0 sends to 1 and 2: one process with two flows wants one core, so each send gets
+  // half of it (2 chunks / rate); then ranks 1 and 2 receive at once, two processes on one
+  // core (2 chunks / rate again). Counting the flows on the core too would give 6.
+  EXPECT_NEAR(coreSharingSeconds({{0, 1}, {0, 2}}, coreSharingStar(1, kRate)) * kRate / chunk,
+              4.0, 1e-6);
+  // With two cores the receivers run side by side: 2 + 1.
+  EXPECT_NEAR(coreSharingSeconds({{0, 1}, {0, 2}}, coreSharingStar(2, kRate)) * kRate / chunk,
+              3.0, 1e-6);
+}
+
+TEST(CoreSharing, MessagesWaitForTheReceiverToBeScheduledOnlyWhenRanksOutnumberCores) {
+  constexpr double kRate = 1e9;
+  constexpr double kWake = 30e-6;
+  const double alone = coreSharingSeconds({{0, 1}}, coreSharingStar(1, kRate));
+  // 3 ranks on 1 core: the receiver is off the core 2/3 of the time.
+  EXPECT_NEAR(coreSharingSeconds({{0, 1}}, coreSharingStar(1, kRate, kWake)) - alone,
+              kWake * 2 / 3, 1e-9);
+  EXPECT_NEAR(coreSharingSeconds({{0, 1}}, coreSharingStar(3, kRate, kWake)),
+              coreSharingSeconds({{0, 1}}, coreSharingStar(3, kRate)), 1e-12);
+}
+
 // ---- every algorithm on every preset ----------------------------------------------------------
 
 TEST(Presets, EveryLibraryAlgorithmSimulatesOnEveryPreset) {

@@ -99,6 +99,7 @@ void expectSameTopology(const Topology& a, const Topology& b) {
   EXPECT_EQ(x.name, y.name);
   EXPECT_EQ(x.devices, y.devices);
   EXPECT_EQ(x.cores, y.cores);
+  expectNear(x.wakeLatency, y.wakeLatency, "wake latency");
   ASSERT_EQ(x.vertices.size(), y.vertices.size());
   for (std::size_t v = 0; v < x.vertices.size(); ++v) {
     EXPECT_EQ(x.vertices[v].name, y.vertices[v].name);
@@ -524,6 +525,9 @@ TEST(TopologyJson, ErrorsNameThePath) {
   EXPECT_THAT(parseError(R"({"format": "chorus-topology/1", "name": "t", "node": {"devices": 1},
                              "network": {"oversubscription": 0.5}})"),
               HasSubstr("network: oversubscription is 0.5; it must be >= 1"));
+  EXPECT_THAT(parseError(R"({"format": "chorus-topology/1", "name": "t",
+                             "node": {"devices": 1, "cores": 1, "wake_latency_us": -2}})"),
+              HasSubstr("node.wake_latency_us: is -2; it must be a number >= 0"));
 }
 
 TEST(TopologyJson, LoadTopologyTakesPresetsAndFiles) {
@@ -560,6 +564,7 @@ TEST(TopologyDetect, LocalTopologySharesOneMemory) {
   EXPECT_EQ(topology.node.cores, 4);
   EXPECT_EQ(topology.node.device.engines, 1);
   EXPECT_DOUBLE_EQ(topology.node.device.messageLatency, calibration.messageLatency);
+  EXPECT_DOUBLE_EQ(topology.node.wakeLatency, calibration.wakeLatency);
   ASSERT_EQ(topology.node.levels.size(), 1u);
   EXPECT_EQ(topology.node.levels[0].name, "numa");
   EXPECT_EQ(topology.node.levels[0].groups, (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));

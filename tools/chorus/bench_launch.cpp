@@ -101,8 +101,6 @@ std::string readAll(int fd, std::size_t size) {
   return text;
 }
 
-// The body of forked rank `r`: rendezvous (rank 0 makes the id and pipes it to the others),
-// sweep, exit code. Never returns into the CLI.
 // Pins the calling process to the r-th CPU of its current affinity mask (modulo their count).
 void bindToCore(int r) {
   cpu_set_t allowed;
@@ -120,6 +118,8 @@ void bindToCore(int r) {
                cpus[static_cast<std::size_t>(r) % cpus.size()], std::strerror(errno));
 }
 
+// The body of forked rank `r`: rendezvous (rank 0 makes the id and pipes it to the others),
+// sweep, exit code. Never returns into the CLI.
 [[noreturn]] void runChildRank(int r, const SweepJob& job, const std::vector<int>& pipeFds) {
   if (job.bindCores) bindToCore(r);
   // Keep only this rank's pipe ends, so a reader sees end-of-file if rank 0 dies early.

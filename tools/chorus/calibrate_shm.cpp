@@ -15,7 +15,11 @@
 //      to 64 MiB, median batch, fastest of 6 alternating sweeps. For each size, bisection
 //      finds the flat copy rate at which the simulator predicts the measured allgather time,
 //      then (with the copy curve in place) the reduce rate for reducescatter; each point is
-//      keyed by the rank's working set, so caches show up as faster small calls.
+//      keyed by the node's working set, so caches show up as faster small calls.
+//   5. Wake latency: allreduce.ring at 2 x cores ranks (bound to cores, so every core runs
+//      two), 512 B and 4 KiB, median batch, fastest of 3 sweeps. The simulator's time grows
+//      linearly with NodeModel::wakeLatency w (each message waits w with probability 1/2), so
+//      w = (T - T(0)) / (T(1 us) - T(0)) us, the median over the sizes.
 // Each latency sweep's time is its best batch (the least disturbed by other processes), the
 // median over 3 repeats.
 #include "calibrate_shm.h"
@@ -63,6 +67,10 @@ constexpr unsigned kCurveFactor = 4;
 constexpr int kCurveRepeats = 6;
 constexpr double kMinFitRate = 1e8;   // 0.1 GB/s
 constexpr double kMaxFitRate = 2e11;  // 200 GB/s
+// The wake-latency sweep (step 5).
+constexpr const char* kWakeMin = "512";
+constexpr const char* kWakeMax = "4K";
+constexpr int kMaxWakeRanks = 256;
 
 // Four significant digits: what the measurements can tell apart.
 double significant(double value) {
@@ -93,11 +101,12 @@ class TempFile {
   std::string path_;
 };
 
-// The records of one 2-rank shm sweep of `algorithm` (ranks bound to cores).
+// The records of one shm sweep of `algorithm` at `ranks` ranks (bound to cores).
 std::vector<perf::BenchRecord> sweepRecords(perf::Collective collective,
                                             const std::string& algorithm,
                                             const std::string& minBytes,
-                                            const std::string& maxBytes, unsigned factor = 8) {
+                                            const std::string& maxBytes, unsigned factor = 8,
+                                            int ranks = 2) {
   const std::string name(perf::collectiveName(collective));
   perf::BenchArgs sweep;
   sweep.collective = name;
@@ -112,7 +121,7 @@ std::vector<perf::BenchRecord> sweepRecords(perf::Collective collective,
   TempFile json;
   sweep.jsonPath = json.path();
   SweepJob job;
-  job.ranks = 2;
+  job.ranks = ranks;
   job.transport = "shm";
   job.type = DataType::float32;
   job.options = perf::makeSweepOptions(sweep, job.ranks, 4);
@@ -136,9 +145,9 @@ std::vector<perf::BenchRecord> sweepRecords(perf::Collective collective,
   }
   if (records.empty()) {
     throw UserError(fmt::format(
-        "calibration failed: the 2-rank shm sweep of {} did not complete; check /dev/shm, or "
+        "calibration failed: the {}-rank shm sweep of {} did not complete; check /dev/shm, or "
         "run `chorus topology detect --no-calibrate` for the defaults",
-        algorithm));
+        ranks, algorithm));
   }
   return records;
 }
@@ -189,10 +198,10 @@ double fitRate(const topology::HostInfo& host, topology::Calibration trial,
   return std::sqrt(lo * hi);
 }
 
-ir::Algorithm compileTwoRanks(const std::string& name) {
+ir::Algorithm compileAt(const std::string& name, int ranks) {
   algorithms::BuildRequest request;
   request.algorithm = name;
-  request.ranks = 2;
+  request.ranks = ranks;
   return algorithms::compileAlgorithm(request).algorithm;
 }
 
@@ -212,8 +221,8 @@ void fitCurves(const topology::HostInfo& host, topology::Calibration& c,
     curveSweep(perf::Collective::allgather, "allgather.ring", copySizes, copyTimes);
     curveSweep(perf::Collective::reducescatter, "reducescatter.ring", reduceSizes, reduceTimes);
   }
-  const ir::Algorithm allgather = compileTwoRanks("allgather.ring");
-  const ir::Algorithm reducescatter = compileTwoRanks("reducescatter.ring");
+  const ir::Algorithm allgather = compileAt("allgather.ring", 2);
+  const ir::Algorithm reducescatter = compileAt("reducescatter.ring", 2);
   // The trial's flat rates only matter for the rate not being fitted; the bus must not bind
   // (the fit measures what it allows).
   topology::Calibration trial = topology::defaultCalibration();
@@ -236,6 +245,53 @@ void fitCurves(const topology::HostInfo& host, topology::Calibration& c,
         {workingSetOf(reducescatter, reduceSizes[i], fabric), significant(rate)});
     report.reduceUs.push_back(reduceTimes[i] * 1e6);
   }
+}
+
+// Step 5: NodeModel::wakeLatency from allreduce.ring at 2 x cores ranks; 0 when the host has
+// too many cores to oversubscribe within the registry's rank limit.
+double fitWakeLatency(const topology::HostInfo& host, const topology::Calibration& c,
+                      CalibrationReport& report) {
+  const int ranks = 2 * std::max(1, host.cores);
+  if (ranks > kMaxWakeRanks) return 0;
+  std::vector<double> fastest;
+  std::vector<std::uint64_t> sizes;
+  for (int repeat = 0; repeat < kRepeats; ++repeat) {
+    const auto records =
+        sweepRecords(perf::Collective::allreduce, "allreduce.ring", kWakeMin, kWakeMax, 8, ranks);
+    if (fastest.empty()) {
+      fastest.assign(records.size(), std::numeric_limits<double>::infinity());
+      for (const auto& record : records)
+        sizes.push_back(record.bytes);
+    }
+    for (std::size_t i = 0; i < records.size() && i < fastest.size(); ++i)
+      fastest[i] = std::min(fastest[i], records[i].timeUs * 1e-6);
+  }
+  const ir::Algorithm plan = compileAt("allreduce.ring", ranks);
+  // Steps 1-4 so far; the flat rates (measured later) do not matter next to the curves.
+  topology::Calibration trial = topology::defaultCalibration();
+  trial.messageLatency = c.messageLatency;
+  trial.stepOverhead = c.stepOverhead;
+  trial.copyCurve = c.copyCurve;
+  trial.reduceCurve = c.reduceCurve;
+  const auto predict = [&](double wake, std::uint64_t bytes) {
+    topology::Topology topo = topology::localTopology(host, trial, ranks);
+    topo.node.wakeLatency = wake;
+    topology::Fabric fabric(topo);
+    sim::SimOptions options;
+    options.bytes = bytes;
+    return sim::simulate(plan, fabric, options).seconds;
+  };
+  std::vector<double> fits;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const double base = predict(0, sizes[i]);
+    const double slope = (predict(1e-6, sizes[i]) - base) / 1e-6;
+    if (slope > 0) fits.push_back(std::max(0.0, (fastest[i] - base) / slope));
+  }
+  report.wakeRanks = ranks;
+  report.wakeUs.clear();
+  for (double seconds : fastest)
+    report.wakeUs.push_back(seconds * 1e6);
+  return fits.empty() ? 0 : perf::medianOf(fits);
 }
 
 // Copies src to dst in 256 KiB tiles.
@@ -338,15 +394,17 @@ CalibrationReport calibrateShm(const topology::HostInfo& host) {
   c.stepOverhead = std::max(
       0.0, (report.chainLongUs - report.chainShortUs) / (kLongPipeline - kShortPipeline) * 1e-6);
   c.messageLatency = std::max(0.0, (report.ringUs * 1e-6 - 3 * c.stepOverhead) / 2);
-  // 4 (still before any thread): the rate curves.
+  // 4-5 (still before any thread): the rate curves, then the wake latency.
   fitCurves(host, c, report);
+  c.wakeLatency = fitWakeLatency(host, c, report);
   // 3: memory.
   c.copyRate = copyRate();
   c.reduceRate = reduceRate();
   report.threads = std::max(1, host.cores);
   c.memoryBandwidth = memoryBandwidth(report.threads);
   for (double* value :
-       {&c.messageLatency, &c.stepOverhead, &c.copyRate, &c.reduceRate, &c.memoryBandwidth})
+       {&c.messageLatency, &c.stepOverhead, &c.copyRate, &c.reduceRate, &c.memoryBandwidth,
+        &c.wakeLatency})
     *value = significant(*value);
   return report;
 }

@@ -24,6 +24,10 @@ struct CalibrationReport {
   std::vector<std::uint64_t> curveSizes;
   std::vector<double> copyUs;
   std::vector<double> reduceUs;
+  // Step 5: ranks of the wake-latency sweep (0: not run) and its µs per call of allreduce.ring
+  // at 512 B and 4 KiB.
+  int wakeRanks = 0;
+  std::vector<double> wakeUs;
 };
 
 // Runs the 2-rank shm sweeps (forked processes, so it must be called before this process

@@ -260,6 +260,9 @@ ExitCode runDetect(const TopologyArgs& args) {
                report.shortPipeline, report.longPipeline, report.chainShortUs, report.chainLongUs);
     fmt::print(out, "  memory bandwidth measured with {} thread{}\n", report.threads,
                report.threads == 1 ? "" : "s");
+    if (report.wakeRanks > 0 && report.wakeUs.size() == 2)
+      fmt::print(out, "  allreduce.ring, {} ranks on {} cores, 512 B / 4 KiB: {:.2f} / {:.2f} us\n",
+                 report.wakeRanks, host.cores, report.wakeUs[0], report.wakeUs[1]);
   }
   fmt::print(out, "calibration:\n");
   fmt::print(out, "  message latency (alpha)  {:8.3f} us\n", toUs(calibration.messageLatency));
@@ -267,6 +270,8 @@ ExitCode runDetect(const TopologyArgs& args) {
   fmt::print(out, "  copy rate (1 core)       {:8.2f} GB/s\n", toGBps(calibration.copyRate));
   fmt::print(out, "  reduce rate (1 core)     {:8.2f} GB/s\n", toGBps(calibration.reduceRate));
   fmt::print(out, "  memory bandwidth (all)   {:8.2f} GB/s\n", toGBps(calibration.memoryBandwidth));
+  fmt::print(out, "  wake latency             {:8.3f} us (ranks > cores)\n",
+             toUs(calibration.wakeLatency));
   if (!calibration.copyCurve.empty()) {
     fmt::print(out, "  rates fitted to allgather.ring / reducescatter.ring at 2 ranks:\n");
     fmt::print(out, "  {:>10} {:>12} {:>12} {:>12} {:>12}\n", "size", "copy(us)", "copy GB/s",
