@@ -48,9 +48,9 @@ struct Options {
   int factor = 4;
   double budget = 0.05;
   int batches = 20;
-  int runs = 3;        // separate bench processes per choice; the fastest run's median counts
-  std::string report;  // markdown file; empty = standard output only
-  std::string keep;    // directory for the bench JSON files; empty = a temporary one
+  int runs = 3;          // separate bench processes per choice; the fastest run's median counts
+  std::string report;    // markdown file; empty = standard output only
+  std::string keep;      // directory for the bench JSON files; empty = a temporary one
   std::string measured;  // predict from the JSON files a --keep run left here; no measuring
 };
 
@@ -240,8 +240,7 @@ int run(const Options& o) {
                jobs.size());
     for (Job& job : jobs) {
       if (job.failed) continue;
-      auto records =
-          measureOnce(o, job.collective, job.choice.describe(), job.ranks, round, dir);
+      auto records = measureOnce(o, job.collective, job.choice.describe(), job.ranks, round, dir);
       if (records.empty()) {
         job.failed = true;
         continue;

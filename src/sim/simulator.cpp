@@ -55,9 +55,9 @@ struct SimResource {
   // Time-share hierarchy: a rank's engines are threads that a node's cores time share, so the
   // node's load is the engines in use, sum over its ranks of min(capacity, flows), not its
   // flows (a rank with 3 flows on 1 engine is 1 thread wanting a core).
-  int parent = kNone;    // the node cpu this rank engine runs on
+  int parent = kNone;  // the node cpu this rank engine runs on
   bool hasChildren = false;
-  double demand = 0;     // node cpu with children: engines in use on it
+  double demand = 0;       // node cpu with children: engines in use on it
   std::vector<int> flows;  // active flow ids
   double busySince = 0;
   double busy = 0;
@@ -126,8 +126,8 @@ struct ThreadblockState {
   double lastEnd = 0;
   std::vector<int> localResources;  // resources of a local pass: engine, cpu, memory
   std::vector<int> wireResources;   // of a pass writing the message: engine, cpu, route
-  double messageDelay = 0;  // send end to arrival: route, device and expected wake latency
-  double copyRate = kInfinity;  // the device's rates at this rank's working set
+  double messageDelay = 0;          // send end to arrival: route, device and expected wake latency
+  double copyRate = kInfinity;      // the device's rates at this rank's working set
   double reduceRate = kInfinity;
   bool waitsForPort = false;  // queued in its rank's PortQueue
 };
@@ -295,8 +295,8 @@ class Simulation {
                     PortQueue{device_.sendPorts, {}, kNone, 0});
     if (device_.engines > 0) {
       for (int r = 0; r < a_.nranks; ++r) {
-        const int engine = addResource(fmt::format("rank{} engines", r), ShareKind::timeShare, 0,
-                                       device_.engines);
+        const int engine =
+            addResource(fmt::format("rank{} engines", r), ShareKind::timeShare, 0, device_.engines);
         rankEngine_.push_back(engine);
         if (!nodeCpu_.empty()) {
           const int cpu = nodeCpu_[static_cast<std::size_t>(topo.nodeOf(r))];

@@ -243,11 +243,11 @@ TEST(CoreSharing, CoresAreSharedByBusyRanksThenEachRankAmongItsFlows) {
   // Rank 0 sends to 1 and 2: one process with two flows wants one core, so each send gets
   // half of it (2 chunks / rate); then ranks 1 and 2 receive at once, two processes on one
   // core (2 chunks / rate again). Counting the flows on the core too would give 6.
-  EXPECT_NEAR(coreSharingSeconds({{0, 1}, {0, 2}}, coreSharingStar(1, kRate)) * kRate / chunk,
-              4.0, 1e-6);
+  EXPECT_NEAR(coreSharingSeconds({{0, 1}, {0, 2}}, coreSharingStar(1, kRate)) * kRate / chunk, 4.0,
+              1e-6);
   // With two cores the receivers run side by side: 2 + 1.
-  EXPECT_NEAR(coreSharingSeconds({{0, 1}, {0, 2}}, coreSharingStar(2, kRate)) * kRate / chunk,
-              3.0, 1e-6);
+  EXPECT_NEAR(coreSharingSeconds({{0, 1}, {0, 2}}, coreSharingStar(2, kRate)) * kRate / chunk, 3.0,
+              1e-6);
 }
 
 TEST(CoreSharing, MessagesWaitForTheReceiverToBeScheduledOnlyWhenRanksOutnumberCores) {
@@ -255,8 +255,8 @@ TEST(CoreSharing, MessagesWaitForTheReceiverToBeScheduledOnlyWhenRanksOutnumberC
   constexpr double kWake = 30e-6;
   const double alone = coreSharingSeconds({{0, 1}}, coreSharingStar(1, kRate));
   // 3 ranks on 1 core: the receiver is off the core 2/3 of the time.
-  EXPECT_NEAR(coreSharingSeconds({{0, 1}}, coreSharingStar(1, kRate, kWake)) - alone,
-              kWake * 2 / 3, 1e-9);
+  EXPECT_NEAR(coreSharingSeconds({{0, 1}}, coreSharingStar(1, kRate, kWake)) - alone, kWake * 2 / 3,
+              1e-9);
   EXPECT_NEAR(coreSharingSeconds({{0, 1}}, coreSharingStar(3, kRate, kWake)),
               coreSharingSeconds({{0, 1}}, coreSharingStar(3, kRate)), 1e-12);
 }

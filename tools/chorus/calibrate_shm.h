@@ -24,6 +24,8 @@ struct CalibrationReport {
   std::vector<std::uint64_t> curveSizes;
   std::vector<double> copyUs;
   std::vector<double> reduceUs;
+  int curveAttempts = 0;         // fits of step 4 (more than 1: earlier ones were disturbed)
+  bool curvesDisturbed = false;  // the last fit still looked disturbed
   // Step 5: ranks of the wake-latency sweep (0: not run) and its µs per call of allreduce.ring
   // at 512 B and 4 KiB.
   int wakeRanks = 0;

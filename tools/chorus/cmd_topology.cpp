@@ -260,6 +260,15 @@ ExitCode runDetect(const TopologyArgs& args) {
                report.shortPipeline, report.longPipeline, report.chainShortUs, report.chainLongUs);
     fmt::print(out, "  memory bandwidth measured with {} thread{}\n", report.threads,
                report.threads == 1 ? "" : "s");
+    if (report.curveAttempts > 1)
+      fmt::print(out,
+                 "  rate curves fitted {} times: earlier sweeps ran slower than memory allows\n",
+                 report.curveAttempts);
+    if (report.curvesDisturbed)
+      fmt::print(out,
+                 "warning: the 2-rank sweeps copied slower than one thread copies from DRAM in "
+                 "every attempt, so this host was in a slow period (another tenant, a frequency "
+                 "drop); the fitted rates are too low. Rerun `chorus topology detect` later.\n");
     if (report.wakeRanks > 0 && report.wakeUs.size() == 2)
       fmt::print(out, "  allreduce.ring, {} ranks on {} cores, 512 B / 4 KiB: {:.2f} / {:.2f} us\n",
                  report.wakeRanks, host.cores, report.wakeUs[0], report.wakeUs[1]);
