@@ -7,6 +7,9 @@
 //
 //   build/bench/bench_sim_accuracy --ranks 2,4 -b 64K -e 16M --report accuracy.md
 //
+// `--keep DIR` keeps every run's bench JSON; `--measured DIR` (same sizes and --runs) measures
+// nothing and predicts those runs again, e.g. with another calibration.
+//
 // Needs a topology with at least as many devices as the largest rank count
 // (`chorus topology detect --ranks 4`). A benchmark, not a test: it asserts nothing.
 #include <fmt/format.h>
