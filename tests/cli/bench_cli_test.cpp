@@ -73,6 +73,26 @@ TEST(BenchCli, WritesAnSvgPlot) {
   std::filesystem::remove(svg);
 }
 
+TEST(BenchCli, BuffersOffTheirPageStillCheckClean) {
+  // Where malloc puts large blocks (16), and one float32 element off a page (4).
+  for (const char* offset : {"16", "4"}) {
+    for (const char* collective : {"allreduce", "allgather", "reducescatter"}) {
+      const CommandResult result =
+          runCli(std::string("bench ") + collective + " --ranks 2 --transport shm " + kQuick +
+                 " --buffer-offset " + offset);
+      ASSERT_EQ(result.exitCode, 0) << result.output;
+      EXPECT_THAT(result.output, HasSubstr("# Wrong elements       : 0 OK"));
+      EXPECT_THAT(result.output, HasSubstr(std::string("buffers ") + offset + " B past a page"));
+    }
+  }
+  const CommandResult tooFar = runCli("bench allreduce --ranks 2 --buffer-offset 4096");
+  EXPECT_EQ(tooFar.exitCode, 2);
+  EXPECT_THAT(tooFar.output, HasSubstr("--buffer-offset"));
+  const CommandResult unaligned = runCli("bench allreduce --ranks 2 --buffer-offset 3");
+  EXPECT_EQ(unaligned.exitCode, 2);
+  EXPECT_THAT(unaligned.output, HasSubstr("not a multiple of the 4-byte float32 element"));
+}
+
 TEST(BenchCli, UsageMistakesExitTwoAndSayWhatToDo) {
   CommandResult result = runCli("bench gather --ranks 2");
   EXPECT_EQ(result.exitCode, 2);

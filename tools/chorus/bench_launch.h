@@ -22,6 +22,9 @@ struct SweepJob {
   // shm only: pin rank r to the r-th CPU this process may run on (modulo their number), as
   // Open MPI's --bind-to core does; stabilizes timings on small hosts.
   bool bindCores = false;
+  // Bytes past a page boundary where the user buffers start (0 = page aligned; a malloc'd
+  // buffer of 128 KiB or more starts 16 bytes past one).
+  std::size_t bufferOffset = 0;
 };
 
 // Runs the sweep; rank 0 prints the table (unless job.sweep.printTable is off) and writes the

@@ -81,33 +81,35 @@ ElementOps elementOps(DataType type) {
 
 }  // namespace
 
-ChorusRunner::ChorusRunner(Communicator& comm, DataType type, std::size_t maxElements)
+ChorusRunner::ChorusRunner(Communicator& comm, DataType type, std::size_t maxElements,
+                           std::size_t bufferOffset)
     : comm_(comm),
       type_(type),
       elementSize_(runtime::dataTypeSize(type)),
-      send_(maxElements * elementSize_),
-      recv_(maxElements * elementSize_) {}
+      offset_(bufferOffset),
+      send_(maxElements * elementSize_ + bufferOffset),
+      recv_(maxElements * elementSize_ + bufferOffset) {}
 
 void ChorusRunner::prepare(const BenchCase& c, int seed) {
   const ElementOps ops = elementOps(type_);
   const perf::CollectiveShape& shape = c.data.shape;
   const int r = rank();
   const int n = nranks();
-  ops.fillSentinel(recv_.data(), shape.recvCount);
+  ops.fillSentinel(at(recv_, 0), shape.recvCount);
   if (!c.inplace) {
-    ops.fillInput(send_.data(), shape.sendCount, c.data.op, n, r, seed, 0);
+    ops.fillInput(at(send_, 0), shape.sendCount, c.data.op, n, r, seed, 0);
   } else if (c.data.collective == Collective::allgather) {
     ops.fillInput(at(recv_, r * shape.count), shape.count, c.data.op, n, r, seed, 0);
   } else if (c.data.collective != Collective::broadcast || r == c.data.root) {
-    ops.fillInput(recv_.data(), shape.sendCount, c.data.op, n, r, seed, 0);
+    ops.fillInput(at(recv_, 0), shape.sendCount, c.data.op, n, r, seed, 0);
   }
 }
 
 void ChorusRunner::run(const BenchCase& c, std::int64_t iterations) {
   const perf::CollectiveShape& shape = c.data.shape;
   const int r = rank();
-  std::byte* recv = recv_.data();
-  const std::byte* send = c.inplace ? recv : send_.data();
+  std::byte* recv = at(recv_, 0);
+  const std::byte* send = c.inplace ? recv : at(send_, 0);
   const ReduceOp op = c.data.op;
   for (std::int64_t i = 0; i < iterations; ++i) {
     switch (c.data.collective) {
@@ -138,7 +140,7 @@ void ChorusRunner::run(const BenchCase& c, std::int64_t iterations) {
 std::int64_t ChorusRunner::countWrong(const BenchCase& c, int seed) {
   const perf::CollectiveShape& shape = c.data.shape;
   const bool shifted = c.inplace && c.data.collective == Collective::reducescatter;
-  const std::byte* output = shifted ? at(recv_, rank() * shape.count) : recv_.data();
+  const std::byte* output = shifted ? at(recv_, rank() * shape.count) : at(recv_, 0);
   return elementOps(type_).countWrong(output, shape.recvCount, c.data, rank(), seed);
 }
 

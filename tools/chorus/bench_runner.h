@@ -17,7 +17,9 @@ namespace chorus::cli {
 class ChorusRunner final : public perf::RankRunner {
  public:
   // `maxElements`: the largest input or output buffer of the sweep, in elements of `type`.
-  ChorusRunner(Communicator& comm, DataType type, std::size_t maxElements);
+  // `bufferOffset`: bytes past a page boundary where both buffers start (malloc's are 16).
+  ChorusRunner(Communicator& comm, DataType type, std::size_t maxElements,
+               std::size_t bufferOffset = 0);
 
   int rank() const override { return comm_.rank(); }
   int nranks() const override { return comm_.size(); }
@@ -31,12 +33,13 @@ class ChorusRunner final : public perf::RankRunner {
 
  private:
   std::byte* at(perf::AlignedBuffer& buffer, std::size_t element) {
-    return buffer.data() + element * elementSize_;
+    return buffer.data() + offset_ + element * elementSize_;
   }
 
   Communicator& comm_;
   DataType type_;
   std::size_t elementSize_;
+  std::size_t offset_;
   perf::AlignedBuffer send_;
   perf::AlignedBuffer recv_;
   std::string lastAlgorithm_;

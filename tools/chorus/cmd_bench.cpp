@@ -24,6 +24,7 @@ struct BenchCommandArgs {
   std::string algo = "auto";
   std::string transport = "thread";
   std::string bind = "none";
+  std::size_t bufferOffset = 0;
 };
 
 // --algo NAME|FILE becomes a CHORUS_ALGO override for this collective; auto keeps the default
@@ -58,6 +59,12 @@ ExitCode runBench(const BenchCommandArgs& args) {
   job.config = makeConfig(args, options.collective);
   job.algo = args.algo;
   job.bindCores = args.bind == "core";
+  if (args.bufferOffset % runtime::dataTypeSize(*type) != 0)
+    throw OptionError(fmt::format(
+        "--buffer-offset {} is not a multiple of the {}-byte {} element; chorus needs buffers "
+        "aligned to their element type, as C++ does",
+        args.bufferOffset, runtime::dataTypeSize(*type), runtime::dataTypeName(*type)));
+  job.bufferOffset = args.bufferOffset;
   return runSweepJob(job);
 }
 
@@ -80,6 +87,12 @@ Command addBenchCommand(CLI::App& app) {
                    "core: pin rank r to CPU r (modulo the CPUs allowed), as mpirun --bind-to "
                    "core; none: let the OS place ranks (shm only)")
       ->check(CLI::IsMember({"none", "core"}))
+      ->capture_default_str();
+  command
+      ->add_option("--buffer-offset", args->bufferOffset,
+                   "Start the send and receive buffers this many bytes past a page boundary, "
+                   "as malloc'd ones are (16); 0 = page aligned")
+      ->check(CLI::Range(0, 4095))
       ->capture_default_str();
   return [args]() { return runBench(*args); };
 }
