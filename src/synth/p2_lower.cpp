@@ -1,0 +1,205 @@
+#include "synth/p2_lower.h"
+
+#include <fmt/format.h>
+
+#include <numeric>
+#include <utility>
+
+#include "support/error.h"
+
+namespace chorus::synth {
+namespace {
+
+using lang::Buffer;
+
+std::size_t ix(int i) {
+  return static_cast<std::size_t>(i);
+}
+
+// out(d)[k] = Σ_{e ∈ group(d)} in(e, k); in place (output aliases input).
+class GroupReduction : public ir::Collective {
+ public:
+  GroupReduction(int nranks, int chunkFactor,
+                 std::shared_ptr<const std::vector<std::vector<int>>> groups,
+                 std::shared_ptr<const std::vector<int>> groupOf)
+      : nranks_(nranks),
+        chunkFactor_(chunkFactor),
+        groups_(std::move(groups)),
+        groupOf_(std::move(groupOf)) {}
+  ir::CollectiveKind kind() const override { return ir::CollectiveKind::custom; }
+  std::string name() const override { return "p2-reduction"; }
+  int nranks() const override { return nranks_; }
+  int chunkFactor() const override { return chunkFactor_; }
+  bool inPlace() const override { return true; }
+  int inputChunks(int) const override { return chunkFactor_; }
+  int outputChunks(int) const override { return chunkFactor_; }
+  int chunksPerLoop() const override { return chunkFactor_; }
+  ir::ChunkValue initialInput(int rank, int index) const override {
+    return ir::ChunkValue::of({rank, index});
+  }
+  std::optional<ir::ChunkValue> expectedOutput(int rank, int index) const override {
+    std::vector<ir::InputChunk> parts;
+    for (int member : (*groups_)[ix((*groupOf_)[ix(rank)])])
+      parts.push_back({member, index});
+    return ir::ChunkValue::sum(std::move(parts));
+  }
+  ir::Location canonical(int, ir::Location l) const override {
+    if (l.buffer == ir::BufferKind::output) l.buffer = ir::BufferKind::input;
+    return l;
+  }
+  std::shared_ptr<const ir::Collective> refined(int factor) const override {
+    return std::make_shared<GroupReduction>(nranks_, chunkFactor_ * factor, groups_, groupOf_);
+  }
+
+ private:
+  int nranks_;
+  int chunkFactor_;
+  std::shared_ptr<const std::vector<std::vector<int>>> groups_;
+  std::shared_ptr<const std::vector<int>> groupOf_;
+};
+
+// DSL chunk indices of semantic chunks `chunks` refined by `factor`.
+std::vector<int> expand(const std::vector<int>& chunks, int factor) {
+  std::vector<int> out;
+  for (int k : chunks)
+    for (int f = 0; f < factor; ++f)
+      out.push_back(k * factor + f);
+  return out;
+}
+
+void reduceInto(lang::Program& p, int dst, int src, int index) {
+  p.chunk(dst, Buffer::input, index).reduce(p.chunk(src, Buffer::input, index));
+}
+
+void copyTo(lang::Program& p, int src, int dst, int index) {
+  p.chunk(src, Buffer::input, index).copy(dst, Buffer::input, index);
+}
+
+// Ring ReduceScatter: blocks[r] ends fully reduced on members[r].
+void ringReduceScatter(lang::Program& p, const std::vector<int>& members,
+                       const std::vector<std::vector<int>>& blocks) {
+  const std::size_t g = members.size();
+  for (std::size_t s = 1; s < g; ++s)
+    for (std::size_t r = 0; r < g; ++r)
+      for (int index : blocks[r])
+        reduceInto(p, members[(r + s + 1) % g], members[(r + s) % g], index);
+}
+
+// Ring AllGather: blocks[r] starts on members[r] and reaches every member.
+void ringAllGather(lang::Program& p, const std::vector<int>& members,
+                   const std::vector<std::vector<int>>& blocks) {
+  const std::size_t g = members.size();
+  for (std::size_t s = 0; s + 1 < g; ++s)
+    for (std::size_t r = 0; r < g; ++r)
+      for (int index : blocks[r])
+        copyTo(p, members[(r + s) % g], members[(r + s + 1) % g], index);
+}
+
+std::vector<std::vector<int>> evenBlocks(const std::vector<int>& indices, std::size_t g) {
+  CHORUS_INTERNAL_ASSERT(indices.size() % g == 0, "chunks do not split evenly over a group");
+  const std::size_t block = indices.size() / g;
+  std::vector<std::vector<int>> blocks;
+  for (std::size_t r = 0; r < g; ++r)
+    blocks.emplace_back(indices.begin() + static_cast<std::ptrdiff_t>(r * block),
+                        indices.begin() + static_cast<std::ptrdiff_t>((r + 1) * block));
+  return blocks;
+}
+
+// Step 2 of lowerProgram for one group.
+void lowerGroup(lang::Program& p, Collective collective, const CollectiveGroup& group,
+                const StateContext& before, int factor) {
+  const std::vector<int>& m = group.devices;
+  const std::vector<int> indices = expand(group.chunks, factor);
+  switch (collective) {
+    case Collective::reduceScatter:
+      ringReduceScatter(p, m, evenBlocks(indices, m.size()));
+      break;
+    case Collective::allGather: {
+      std::vector<std::vector<int>> blocks;
+      for (int d : m)
+        blocks.push_back(expand(nonEmptyRows(before[ix(d)]), factor));
+      ringAllGather(p, m, blocks);
+      break;
+    }
+    case Collective::allReduce: {
+      const std::vector<std::vector<int>> blocks = evenBlocks(indices, m.size());
+      ringReduceScatter(p, m, blocks);
+      ringAllGather(p, m, blocks);
+      break;
+    }
+    case Collective::reduce:
+      for (std::size_t i = m.size() - 1; i >= 1; --i)
+        for (int index : indices)
+          reduceInto(p, m[i - 1], m[i], index);
+      break;
+    case Collective::broadcast:
+      for (std::size_t i = 0; i + 1 < m.size(); ++i)
+        for (int index : indices)
+          copyTo(p, m[i], m[i + 1], index);
+      break;
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const ir::Collective> makeGroupReduction(int nranks, int chunkFactor,
+                                                         std::vector<std::vector<int>> groups) {
+  if (nranks < 1 || chunkFactor < 1)
+    throw OptionError(
+        fmt::format("synth: a group reduction needs ≥ 1 rank and chunk factor "
+                    "≥ 1, got {} and {}",
+                    nranks, chunkFactor));
+  auto groupOf = std::make_shared<std::vector<int>>(ix(nranks), -1);
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (int d : groups[g]) {
+      if (d < 0 || d >= nranks || (*groupOf)[ix(d)] != -1)
+        throw OptionError(
+            fmt::format("synth: device {} is outside 0..{} or in two reduction "
+                        "groups; the groups must partition the devices",
+                        d, nranks - 1));
+      (*groupOf)[ix(d)] = static_cast<int>(g);
+    }
+  for (int d = 0; d < nranks; ++d)
+    if ((*groupOf)[ix(d)] == -1)
+      throw OptionError(
+          fmt::format("synth: device {} is in no reduction group; the groups must "
+                      "partition the devices",
+                      d));
+  if (groups.size() == 1) return lang::allReduce(nranks, chunkFactor, true);
+  return std::make_shared<GroupReduction>(
+      nranks, chunkFactor, std::make_shared<const std::vector<std::vector<int>>>(std::move(groups)),
+      std::move(groupOf));
+}
+
+std::unique_ptr<lang::Program> lowerProgram(const SynthesisHierarchy& hierarchy,
+                                            const ReductionLayout& layout,
+                                            const ReductionProgram& program,
+                                            const LowerOptions& options) {
+  const std::vector<ProgramStep> steps = placeProgram(hierarchy, layout, program);
+  const int chunks = synthesisDeviceCount(hierarchy);
+  const int devices = static_cast<int>(layout.groups.size()) * chunks;
+  int factor = 1;
+  for (const ProgramStep& step : steps)
+    if (step.collective == Collective::allReduce)
+      for (const CollectiveGroup& group : step.groups) {
+        const int g = static_cast<int>(group.devices.size());
+        const int c = static_cast<int>(group.chunks.size());
+        factor = std::lcm(factor, g / std::gcd(g, c));
+      }
+  auto lowered = std::make_unique<lang::Program>(
+      options.name, makeGroupReduction(devices, chunks * factor, layout.groups), options.program);
+  StateContext context = makeInitialContext(chunks, devices);
+  for (const ProgramStep& step : steps) {
+    for (const CollectiveGroup& group : step.groups)
+      lowerGroup(*lowered, step.collective, group, context, factor);
+    GroupStep groupStep{step.collective, {}};
+    for (const CollectiveGroup& group : step.groups)
+      groupStep.groups.push_back(group.devices);
+    StepResult applied = applyStep(context, groupStep);
+    CHORUS_INTERNAL_ASSERT(applied.applies, "a placed valid program failed on replay");
+    context = std::move(applied.after);
+  }
+  return lowered;
+}
+
+}  // namespace chorus::synth
