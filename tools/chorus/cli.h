@@ -34,6 +34,7 @@ Command addBenchCommand(CLI::App& app);
 Command addTuneCommand(CLI::App& app);
 Command addTopologyCommand(CLI::App& app);
 Command addSimulateCommand(CLI::App& app);
+Command addSynthCommand(CLI::App& app);
 
 // Prints "chorus: error: <message>" to stderr.
 void printError(std::string_view message);

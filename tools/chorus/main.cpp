@@ -55,6 +55,7 @@ int runMain(int argc, char** argv) {
       {"tune", addTuneCommand(app)},
       {"topology", addTopologyCommand(app)},
       {"simulate", addSimulateCommand(app)},
+      {"synth", addSynthCommand(app)},
   };
 
   try {

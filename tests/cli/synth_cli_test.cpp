@@ -1,0 +1,165 @@
+// End-to-end tests of `chorus synth trees` (path in CHORUS_CLI): the DGX-1 trees as text and
+// JSON, a user matrix, --emit writing MSCCL XML that `chorus run` executes with exact results,
+// and usage mistakes (bad matrix files, missing source) exiting 2 with the fault named.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include "cli_run.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+using chorus::testing_support::CommandResult;
+using chorus::testing_support::runCli;
+
+std::filesystem::path tempPath(const std::string& name) {
+  return std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_synth_" + name);
+}
+
+std::filesystem::path writeFile(const std::string& name, const std::string& text) {
+  const std::filesystem::path path = tempPath(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+int countMatches(const std::string& text, const std::regex& pattern) {
+  return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), pattern),
+                                        std::sregex_iterator()));
+}
+
+TEST(SynthTreesCli, Dgx1PrintsEightTreesWeightsAndUsage) {
+  const CommandResult r = runCli("synth trees --topology dgx1");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_EQ(countMatches(r.output, std::regex("\ntree [0-7]: root [0-7], weight [0-9.]+")), 8)
+      << r.output;
+  EXPECT_THAT(r.output, HasSubstr("strategy best"));
+  EXPECT_THAT(r.output, HasSubstr("PCIe links (1) become 0"));
+  EXPECT_THAT(r.output, HasSubstr("level 3:"));
+  EXPECT_THAT(r.output, HasSubstr("link usage"));
+  EXPECT_THAT(r.output, HasSubstr("most-used link: "));
+  EXPECT_THAT(r.output, HasSubstr("strategies: mxnet total weight"));
+}
+
+TEST(SynthTreesCli, JsonHasTreesAndLinkUsage) {
+  const CommandResult r = runCli("synth trees --topology dgx1 --strategy mxnet --json");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const nlohmann::json document = nlohmann::json::parse(r.output);
+  ASSERT_EQ(document["trees"].size(), 8u);
+  double total = 0;
+  for (std::size_t i = 0; i < 8; ++i) {
+    const nlohmann::json& tree = document["trees"][i];
+    EXPECT_EQ(tree["root"], static_cast<int>(i));
+    EXPECT_EQ(tree["topo"].size(), 15u);
+    EXPECT_EQ(tree["topo"][0], static_cast<int>(i));
+    EXPECT_GT(tree["weight"].get<double>(), 0);
+    total += tree["weight"].get<double>();
+  }
+  EXPECT_DOUBLE_EQ(document["total_weight"].get<double>(), total);
+  ASSERT_EQ(document["link_usage"].size(), 8u);
+  int maxUsage = 0;
+  for (const nlohmann::json& row : document["link_usage"]) {
+    ASSERT_EQ(row.size(), 8u);
+    for (const nlohmann::json& count : row)
+      maxUsage = std::max(maxUsage, count.get<int>());
+  }
+  EXPECT_EQ(document["most_used_link"]["count"], maxUsage);
+  EXPECT_EQ(document["strategy"], "mxnet");
+  EXPECT_LE(document["strategies"]["best"]["max_link_usage"].get<int>(),
+            document["strategies"]["mxnet"]["max_link_usage"].get<int>());
+  EXPECT_GE(document["strategies"]["best"]["total_weight"].get<double>(),
+            document["strategies"]["mxnet"]["total_weight"].get<double>());
+}
+
+TEST(SynthTreesCli, UserMatrixFile) {
+  const std::filesystem::path matrix =
+      writeFile("ring4.txt", "# a 4-GPU ring\n0 2 0 2\n2 0 2 0\n0 2 0 2\n2 0 2 0\n");
+  const CommandResult r = runCli("synth trees --matrix '" + matrix.string() + "' --json");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const nlohmann::json document = nlohmann::json::parse(r.output);
+  ASSERT_EQ(document["trees"].size(), 4u);
+  for (const nlohmann::json& tree : document["trees"]) {
+    EXPECT_EQ(tree["topo"].size(), 7u);
+    EXPECT_EQ(tree["weight"].get<double>(), 6);  // three ring links of weight 2
+  }
+  std::filesystem::remove(matrix);
+}
+
+TEST(SynthTreesCli, MatrixFromStandardInput) {
+  const CommandResult r = chorus::testing_support::runShell(
+      "printf '[[0, 3, 1], [3, 0, 2], [1, 2, 0]]' | " + chorus::testing_support::cli() +
+      " synth trees --matrix - --strategy mxnet");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_EQ(countMatches(r.output, std::regex("\ntree [0-2]: root [0-2]")), 3) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("<stdin>"));
+}
+
+TEST(SynthTreesCli, EmittedProgramsRunWithExactResults) {
+  const std::filesystem::path dir = tempPath("emit");
+  const CommandResult r =
+      runCli("synth trees --topology dgx1 --emit '" + dir.string() + "' --pipeline 2");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  for (const char* file : {"allreduce_synth_tree.xml", "allreduce_synth_multitree.xml"}) {
+    const std::filesystem::path path = dir / file;
+    ASSERT_TRUE(std::filesystem::exists(path)) << path;
+    EXPECT_THAT(r.output, HasSubstr("wrote " + path.string()));
+    const CommandResult verify = runCli("verify '" + path.string() + "'");
+    EXPECT_EQ(verify.exitCode, 0) << verify.output;
+    const CommandResult run = runCli("run '" + path.string() + "' --bytes 100000 --dtype int32");
+    EXPECT_EQ(run.exitCode, 0) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("on 8 ranks"));
+    EXPECT_THAT(run.output, HasSubstr("correct"));
+    EXPECT_THAT(run.output, ::testing::Not(HasSubstr("wrong")));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SynthTreesCli, BadMatrixFilesAreUsageErrors) {
+  const std::filesystem::path asymmetric = writeFile("asym.txt", "0 2 1\n3 0 1\n1 1 0\n");
+  const CommandResult r1 = runCli("synth trees --matrix '" + asymmetric.string() + "'");
+  EXPECT_EQ(r1.exitCode, 2) << r1.output;
+  EXPECT_THAT(r1.output, HasSubstr("row 0, column 1 is 2 but row 1, column 0 is 3"));
+  EXPECT_THAT(r1.output, HasSubstr("symmetric"));
+
+  const std::filesystem::path word = writeFile("word.txt", "0 2\n2 two\n");
+  const CommandResult r2 = runCli("synth trees --matrix '" + word.string() + "'");
+  EXPECT_EQ(r2.exitCode, 2) << r2.output;
+  EXPECT_THAT(r2.output, HasSubstr(":2: row 1, column 1 is 'two', not a number"));
+
+  const std::filesystem::path split =
+      writeFile("split.txt", "0 2 0 0\n2 0 0 0\n0 0 0 3\n0 0 3 0\n");
+  const CommandResult r3 = runCli("synth trees --matrix '" + split.string() + "'");
+  EXPECT_EQ(r3.exitCode, 2) << r3.output;
+  EXPECT_THAT(r3.output, HasSubstr("cannot be reached"));
+
+  const CommandResult missing = runCli("synth trees --matrix /nonexistent/chorus_matrix.txt");
+  EXPECT_EQ(missing.exitCode, 2) << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr("chorus_matrix.txt"));
+
+  for (const auto& path : {asymmetric, word, split})
+    std::filesystem::remove(path);
+}
+
+TEST(SynthTreesCli, OptionMistakesAreUsageErrors) {
+  const CommandResult none = runCli("synth trees");
+  EXPECT_EQ(none.exitCode, 2) << none.output;
+  EXPECT_THAT(none.output, HasSubstr("--topology"));
+  const CommandResult both = runCli("synth trees --topology dgx1 --matrix x.txt");
+  EXPECT_EQ(both.exitCode, 2) << both.output;
+  const CommandResult penalty = runCli("synth trees --topology dgx1 --penalty 1.5");
+  EXPECT_EQ(penalty.exitCode, 2) << penalty.output;
+  EXPECT_THAT(penalty.output, HasSubstr("(0, 1]"));
+  const CommandResult strategy = runCli("synth trees --topology dgx1 --strategy fast");
+  EXPECT_EQ(strategy.exitCode, 2) << strategy.output;
+  const CommandResult group = runCli("synth");
+  EXPECT_EQ(group.exitCode, 2) << group.output;
+}
+
+}  // namespace
