@@ -1,0 +1,103 @@
+// End-to-end tests of `chorus synth reduction` (path in CHORUS_CLI): P² placements and
+// programs on the DGX-1 preset as a table and as JSON, --emit writing a synthesized AllReduce
+// that `chorus run` executes with exact results, and usage mistakes exiting 2.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "cli_run.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+using chorus::testing_support::CommandResult;
+using chorus::testing_support::runCli;
+
+TEST(SynthReductionCli, Dgx1PlacementsAndProgramsAsATable) {
+  // DGX-1 is [(node,1),(socket,2),(pcie-switch,2),(device,2)]: data 2 x shards 4 has 3
+  // placements (the data axis on one of the three levels of size 2), each reducing pairs.
+  const CommandResult r =
+      runCli("synth reduction --topology dgx1 --axes 2,4 --reduce 0 --quiet --instances 1");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("[(node, 1), (socket, 2), (pcie-switch, 2), (device, 2)]"));
+  EXPECT_THAT(r.output, HasSubstr("3 placements, 9 valid programs (size <= 5)"));
+  EXPECT_THAT(r.output, HasSubstr("(node, InsideGroup, ReduceScatter); (node, InsideGroup, "
+                                  "AllGather)"));
+  EXPECT_THAT(r.output, HasSubstr("placement: the single AllReduce takes"));
+}
+
+TEST(SynthReductionCli, JsonListsEveryCandidateWithItsSpeedup) {
+  const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                     (std::to_string(::getpid()) + "_synth_reduction.json");
+  const CommandResult r = runCli(
+      "synth reduction --topology dgx1 --axes 2,4 --reduce 0 --quiet --instances 1 --json '" +
+      file.string() + "'");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  std::ifstream in(file);
+  const nlohmann::json json = nlohmann::json::parse(in);
+  std::filesystem::remove(file);
+  EXPECT_EQ(json.at("axes"), nlohmann::json({2, 4}));
+  ASSERT_EQ(json.at("candidates").size(), 9u);
+  std::set<int> placements;
+  for (const auto& candidate : json.at("candidates")) {
+    placements.insert(candidate.at("placement").get<int>());
+    ASSERT_EQ(candidate.at("matrix").size(), 2u);
+    EXPECT_EQ(candidate.at("matrix")[0].size(), 4u);
+    EXPECT_GT(candidate.at("seconds").get<double>(), 0);
+    const double speedup = candidate.at("speedup").get<double>();
+    EXPECT_NEAR(
+        speedup,
+        candidate.at("allreduce_seconds").get<double>() / candidate.at("seconds").get<double>(),
+        1e-9);
+    if (candidate.at("program") == "(node, InsideGroup, AllReduce)") {
+      EXPECT_DOUBLE_EQ(speedup, 1.0);
+    }
+  }
+  EXPECT_EQ(placements, (std::set<int>{0, 1, 2}));
+}
+
+TEST(SynthReductionCli, EmittedProgramRunsWithExactResults) {
+  // Reducing all 8 GPUs makes the program an AllReduce that `chorus run` checks.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    (std::to_string(::getpid()) + "_synth_reduction_emit");
+  const CommandResult r = runCli(
+      "synth reduction --topology dgx1 --axes 8 --reduce 0 --quiet "
+      "--instances 1 --top 1 --emit '" +
+      dir.string() + "'");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  ASSERT_THAT(r.output, HasSubstr("wrote "));
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    const CommandResult run =
+        runCli("run '" + entry.path().string() + "' --bytes 100000 --dtype int32");
+    EXPECT_EQ(run.exitCode, 0) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("on 8 ranks"));
+    EXPECT_THAT(run.output, HasSubstr("correct"));
+  }
+  EXPECT_EQ(files, 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SynthReductionCli, UsageMistakesExitTwo) {
+  CommandResult r = runCli("synth reduction --topology dgx1 --axes 2,4 --reduce 2");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.output, HasSubstr("--reduce 2 is not an axis of --axes"));
+  r = runCli("synth reduction --topology dgx1 --axes 3,3 --reduce 0");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.output, HasSubstr("use 9 devices but the hierarchy"));
+  r = runCli("synth reduction --topology no-such-topology --axes 8 --reduce 0");
+  EXPECT_EQ(r.exitCode, 2);
+  r = runCli("synth reduction --topology dgx1 --axes 8 --reduce 0 --instances 0");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.output, HasSubstr("--instances 0"));
+}
+
+}  // namespace

@@ -1,0 +1,328 @@
+// `chorus synth reduction` (CLI tool): P² placement and reduction synthesis (seed 003) on a
+// topology. Every parallelism matrix of the axes on the topology's hierarchy, every valid
+// reduction program over the reduction axes up to --size-limit, each lowered to ONE chorus
+// program, compiled and simulated at --bytes; printed best first with the speedup over a
+// single AllReduce of the same placement.
+//
+// Algorithm:
+//   1. system = systemHierarchyOf(topology, nodes); candidates = synthesizeReductions(system,
+//      axes, reduce) (p2_placement.h, p2_program.h).
+//   2. Per placement and program: lowerProgram (p2_lower.h), compileProgram without the
+//      verifier (the trace already checked the postcondition), simulate on the topology.
+//   3. The baseline of a placement is its one-instruction program (root, InsideGroup,
+//      AllReduce): one AllReduce over each reduction group. Speedup = baseline / program.
+//   4. --emit compiles the --top best programs of all placements again with the verifier on
+//      and writes them as MSCCL XML.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "chorus/error.h"
+#include "cli.h"
+#include "compiler/pipeline.h"
+#include "ir/formats.h"
+#include "perf/progress.h"
+#include "sim/simulator.h"
+#include "support/error.h"
+#include "support/size.h"
+#include "synth/p2_lower.h"
+#include "synth/p2_placement.h"
+#include "synth/p2_program.h"
+#include "topology/fabric.h"
+#include "topology/presets.h"
+
+namespace chorus::cli {
+
+// Adds `synth reduction` to the `synth` group (cmd_synth.cpp).
+Command addSynthReductionCommand(CLI::App& synth);
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::ordered_json;
+
+struct ReductionArgs {
+  std::string topology;
+  int nodes = 0;
+  std::vector<int> axes;
+  std::vector<int> reduce;
+  int top = 3;
+  int sizeLimit = 5;
+  int instances = 4;
+  std::string bytes = "64M";
+  std::string emit;
+  std::string json;
+  bool quiet = false;
+};
+
+// One simulated program of one placement.
+struct Scored {
+  int placement = 0;
+  int program = 0;  // index in the placement's programs
+  std::string text;
+  double seconds = 0;
+  double speedup = 0;  // baseline / seconds
+  int steps = 0;       // IR steps of the compiled program
+};
+
+struct PlacementResult {
+  std::string matrix;
+  std::string hierarchy;
+  double baselineSeconds = 0;
+  std::vector<Scored> programs;  // fastest first
+};
+
+bool isSingleAllReduce(const synth::ReductionProgram& program) {
+  return program.instructions.size() == 1 &&
+         program.instructions[0].collective == synth::Collective::allReduce &&
+         program.instructions[0].slice == 0 &&
+         program.instructions[0].form.kind == synth::FormKind::insideGroup;
+}
+
+ir::Algorithm compileLowered(const synth::PlacementCandidate& candidate,
+                             const synth::ReductionProgram& program, const std::string& name,
+                             int instances, bool verify) {
+  synth::LowerOptions lowerOptions;
+  lowerOptions.name = name;
+  lowerOptions.program.instances = instances;
+  const auto lowered =
+      synth::lowerProgram(candidate.hierarchy, candidate.layout, program, lowerOptions);
+  compiler::CompileOptions options;
+  options.verify = verify;
+  return compiler::compileProgram(lowered->dag(), options).algorithm;
+}
+
+std::string seconds(double s) {
+  return s >= 1e-3 ? fmt::format("{:.3f} ms", s * 1e3) : fmt::format("{:.1f} us", s * 1e6);
+}
+
+void checkArgs(const ReductionArgs& args) {
+  if (args.axes.empty())
+    throw OptionError("--axes needs the parallelism axes' sizes, e.g. --axes 4,4");
+  for (int axis : args.reduce)
+    if (axis < 0 || axis >= static_cast<int>(args.axes.size()))
+      throw OptionError(fmt::format(
+          "--reduce {} is not an axis of --axes (0..{}); name axes by position, e.g. --reduce 0",
+          axis, args.axes.size() - 1));
+  if (args.reduce.empty())
+    throw OptionError("--reduce needs the axes to reduce over, by position, e.g. --reduce 0");
+  if (args.top < 1) throw OptionError("--top must be at least 1");
+  if (args.sizeLimit < 1) throw OptionError("--size-limit must be at least 1");
+  if (args.instances < 1 || args.instances > 32)
+    throw OptionError(fmt::format("--instances {} is out of range; use 1 to 32", args.instances));
+}
+
+std::vector<std::vector<int>> matrixRows(const synth::ParallelismMatrix& matrix) {
+  std::vector<std::vector<int>> rows(static_cast<std::size_t>(matrix.axes));
+  for (int a = 0; a < matrix.axes; ++a)
+    for (int l = 0; l < matrix.levels; ++l)
+      rows[static_cast<std::size_t>(a)].push_back(matrix.factor(a, l));
+  return rows;
+}
+
+void writeJson(const ReductionArgs& args, const synth::SystemHierarchy& system, std::uint64_t bytes,
+               const std::vector<synth::PlacementCandidate>& candidates,
+               const std::vector<PlacementResult>& results) {
+  Json json;
+  json["topology"] = args.topology;
+  json["system"] = synth::formatHierarchy(system);
+  json["axes"] = args.axes;
+  json["reduce"] = args.reduce;
+  json["bytes"] = bytes;
+  json["candidates"] = Json::array();
+  for (std::size_t p = 0; p < results.size(); ++p) {
+    for (const Scored& s : results[p].programs) {
+      json["candidates"].push_back({{"placement", p},
+                                    {"matrix", matrixRows(candidates[p].matrix)},
+                                    {"hierarchy", results[p].hierarchy},
+                                    {"program", s.text},
+                                    {"seconds", s.seconds},
+                                    {"allreduce_seconds", results[p].baselineSeconds},
+                                    {"speedup", s.speedup},
+                                    {"steps", s.steps}});
+    }
+  }
+  writeTextOutput(args.json, json.dump(2) + "\n");
+}
+
+ExitCode runReduction(const ReductionArgs& args) {
+  checkArgs(args);
+  const std::uint64_t bytes = parseSize(args.bytes);
+  const topology::Topology topology = topology::loadTopology(args.topology, args.nodes);
+  const synth::SystemHierarchy system = synth::systemHierarchyOf(topology, topology.nodes);
+  topology::Fabric fabric(topology);
+  const auto start = Clock::now();
+  synth::EnumerateOptions enumerate;
+  enumerate.sizeLimit = args.sizeLimit;
+  const std::vector<synth::PlacementCandidate> candidates =
+      synth::synthesizeReductions(system, args.axes, args.reduce, enumerate);
+  int total = 0;
+  for (const auto& c : candidates)
+    total += static_cast<int>(c.programs.size());
+
+  perf::Progress progress(!args.quiet, total);
+  std::vector<PlacementResult> results;
+  int done = 0;
+  for (std::size_t p = 0; p < candidates.size(); ++p) {
+    const synth::PlacementCandidate& c = candidates[p];
+    PlacementResult result;
+    result.matrix = synth::formatMatrix(c.matrix);
+    result.hierarchy = synth::formatSynthesisHierarchy(c.hierarchy);
+    for (std::size_t k = 0; k < c.programs.size(); ++k) {
+      const std::string text = synth::formatProgram(c.hierarchy, c.programs[k]);
+      progress.show(++done, fmt::format("placement {} of {}: {}", p + 1, candidates.size(), text));
+      const ir::Algorithm algorithm =
+          compileLowered(c, c.programs[k], fmt::format("p2-m{}-{}", p, k), args.instances,
+                         /*verify=*/false);
+      sim::SimOptions options;
+      options.bytes = bytes;
+      Scored scored;
+      scored.placement = static_cast<int>(p);
+      scored.program = static_cast<int>(k);
+      scored.text = text;
+      scored.seconds = sim::simulate(algorithm, fabric, options).seconds;
+      scored.steps = static_cast<int>(ir::stepCount(algorithm));
+      if (isSingleAllReduce(c.programs[k])) result.baselineSeconds = scored.seconds;
+      result.programs.push_back(std::move(scored));
+    }
+    CHORUS_INTERNAL_ASSERT(result.baselineSeconds > 0,
+                           "every placement's programs include the single AllReduce");
+    for (Scored& s : result.programs)
+      s.speedup = result.baselineSeconds / s.seconds;
+    std::stable_sort(result.programs.begin(), result.programs.end(),
+                     [](const Scored& a, const Scored& b) { return a.seconds < b.seconds; });
+    results.push_back(std::move(result));
+  }
+  progress.clear();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+
+  if (!args.json.empty()) writeJson(args, system, bytes, candidates, results);
+  std::FILE* out = args.json == "-" ? stderr : stdout;
+  fmt::print(out, "system: {} ({}, {} device{})\n", synth::formatHierarchy(system), topology.name,
+             synth::deviceCount(system), synth::deviceCount(system) == 1 ? "" : "s");
+  fmt::print(out, "axes: [{}], reducing axis {} ; {} per device\n", fmt::join(args.axes, ", "),
+             fmt::join(args.reduce, ", "), formatSize(bytes));
+  fmt::print(out,
+             "{} placements, {} valid programs (size <= {}), lowered, compiled and simulated in "
+             "{:.1f} s\n\n",
+             candidates.size(), total, args.sizeLimit, elapsed);
+  if (results.empty()) return ExitCode::ok;
+
+  // Placements by their single AllReduce, fastest first (seed 003 §5: placement matters).
+  std::vector<std::size_t> order(results.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return results[a].baselineSeconds < results[b].baselineSeconds;
+  });
+  fmt::print(out, "{:>3}  {:<28} {:>14} {:>14} {:>8}  {}\n", "#", "parallelism matrix", "AllReduce",
+             "best", "speedup", "best program");
+  for (std::size_t i : order) {
+    const PlacementResult& r = results[i];
+    const Scored& best = r.programs.front();
+    fmt::print(out, "{:>3}  {:<28} {:>14} {:>14} {:>7.2f}x  {}\n", i, r.matrix,
+               seconds(r.baselineSeconds), seconds(best.seconds), best.speedup, best.text);
+    for (std::size_t k = 1; k < r.programs.size() && k < static_cast<std::size_t>(args.top); ++k) {
+      const Scored& s = r.programs[k];
+      fmt::print(out, "{:>3}  {:<28} {:>14} {:>14} {:>7.2f}x  {}\n", "", "", "", seconds(s.seconds),
+                 s.speedup, s.text);
+    }
+  }
+  const PlacementResult& fastest = results[order.front()];
+  const PlacementResult& slowest = results[order.back()];
+  int beaten = 0;
+  for (const PlacementResult& r : results)
+    beaten += r.programs.front().speedup > 1.0 + 1e-9 ? 1 : 0;
+  fmt::print(out,
+             "\nplacement: the single AllReduce takes {} on the best placement and {} on the "
+             "worst ({:.1f}x)\n",
+             seconds(fastest.baselineSeconds), seconds(slowest.baselineSeconds),
+             slowest.baselineSeconds / fastest.baselineSeconds);
+  fmt::print(out, "a synthesized program beats the single AllReduce on {} of {} placements\n",
+             beaten, results.size());
+
+  if (!args.emit.empty()) {
+    std::vector<const Scored*> all;
+    for (const PlacementResult& r : results)
+      for (const Scored& s : r.programs)
+        all.push_back(&s);
+    std::stable_sort(all.begin(), all.end(),
+                     [](const Scored* a, const Scored* b) { return a->seconds < b->seconds; });
+    std::error_code error;
+    std::filesystem::create_directories(args.emit, error);
+    if (error)
+      throw UserError(
+          fmt::format("cannot create --emit directory {}: {}", args.emit, error.message()));
+    for (std::size_t i = 0; i < all.size() && i < static_cast<std::size_t>(args.top); ++i) {
+      const Scored& s = *all[i];
+      const std::string name = fmt::format("p2-m{}-{}", s.placement, s.program);
+      const ir::Algorithm algorithm =
+          compileLowered(candidates[static_cast<std::size_t>(s.placement)],
+                         candidates[static_cast<std::size_t>(s.placement)]
+                             .programs[static_cast<std::size_t>(s.program)],
+                         name, args.instances, /*verify=*/true);
+      const std::string path = (std::filesystem::path(args.emit) / (name + ".xml")).string();
+      writeTextOutput(path, ir::writeAlgorithm(algorithm, ir::Format::xml));
+      fmt::print(out, "wrote {} ({}, {})\n", path, s.text, seconds(s.seconds));
+    }
+  }
+  return ExitCode::ok;
+}
+
+}  // namespace
+
+Command addSynthReductionCommand(CLI::App& synth) {
+  CLI::App* command = synth.add_subcommand(
+      "reduction",
+      "P2 (seed 003): every placement of the parallelism axes on the topology's hierarchy and "
+      "every reduction program over the reduction axes, lowered to chorus, simulated and "
+      "ranked against a single AllReduce");
+  auto args = std::make_shared<ReductionArgs>();
+  command
+      ->add_option("--topology", args->topology,
+                   "Preset name or topology JSON file (its levels "
+                   "give the hierarchy)")
+      ->required();
+  command->add_option("--nodes", args->nodes, "Nodes of the topology (default: its own)");
+  command->add_option("--axes", args->axes, "Parallelism axes' sizes, e.g. 4,4 (data x shards)")
+      ->delimiter(',')
+      ->required();
+  command->add_option("--reduce", args->reduce, "Axes to reduce over, by position, e.g. 0")
+      ->delimiter(',')
+      ->required();
+  command->add_option("--top", args->top, "Programs shown per placement and emitted")
+      ->capture_default_str();
+  command->add_option("--size-limit", args->sizeLimit, "Largest program size (seed 003 uses 5)")
+      ->capture_default_str();
+  command->add_option("--bytes", args->bytes, "Bytes per device to reduce (simulated)")
+      ->capture_default_str();
+  command
+      ->add_option("--instances", args->instances,
+                   "Copies of every program on separate channels, splitting the data (as NCCL "
+                   "runs a collective on several channels); the same for every program")
+      ->capture_default_str();
+  command->add_option("--emit", args->emit,
+                      "Write the --top fastest programs as MSCCL XML into this directory");
+  CLI::Option* json =
+      command
+          ->add_option("--json", args->json,
+                       "Write every candidate {placement, matrix, program, seconds, speedup} to "
+                       "FILE ('-' or no value = standard output; the table then goes to stderr)")
+          ->expected(0, 1)
+          ->type_name("[FILE]");
+  command->add_flag("--quiet", args->quiet, "No progress line");
+  return [args, json]() {
+    if (json->count() > 0 && args->json.empty()) args->json = "-";
+    return runReduction(*args);
+  };
+}
+
+}  // namespace chorus::cli
