@@ -127,7 +127,7 @@ struct ThreadblockState {
   std::vector<int> localResources;  // resources of a local pass: engine, cpu, memory
   std::vector<int> wireResources;   // of a pass writing the message: engine, cpu, route
   double messageDelay = 0;          // send end to arrival: route, device and expected wake latency
-  double copyRate = kInfinity;      // the device's rates at this rank's working set
+  double copyRate = kInfinity;      // the device's rates at this node's working set
   double reduceRate = kInfinity;
   bool waitsForPort = false;  // queued in its rank's PortQueue
 };
