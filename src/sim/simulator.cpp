@@ -369,11 +369,11 @@ class Simulation {
     dependents_.clear();
     for (const auto& e : edges)
       dependents_.push_back(e.second);
-    const std::vector<double> workingSets = nodeWorkingSets();
+    nodeWorkingSets_ = nodeWorkingSets();
     for (auto& s : tbs_) {
       // Rates at the node's working set: caches are shared by the ranks of a node.
       const double workingSet =
-          workingSets[static_cast<std::size_t>(fabric_.topology().nodeOf(s.rank))];
+          nodeWorkingSets_[static_cast<std::size_t>(fabric_.topology().nodeOf(s.rank))];
       s.copyRate =
           rateOrInfinity(topology::rateAt(device_.copyCurve, workingSet, device_.copyRate));
       s.reduceRate =
@@ -818,7 +818,7 @@ class Simulation {
     r.bytes = options_.bytes;
     r.seconds = finishTime_;
     r.tiles = tiles_;
-    for (double set : nodeWorkingSets())
+    for (double set : nodeWorkingSets_)
       r.workingSet = std::max(r.workingSet, set);
     r.stepsExecuted = stepsExecuted_;
     r.events = eventCount_;
@@ -885,6 +885,7 @@ class Simulation {
   std::vector<SimResource> resources_;
   std::unordered_map<int, int> fabricMap_;
   std::vector<int> nodeCpu_;
+  std::vector<double> nodeWorkingSets_;  // bytes of the call's buffers per node (nodeWorkingSets)
   std::vector<int> rankEngine_;
   std::vector<PortQueue> ports_;  // per rank, empty when ports are unlimited
   std::vector<ThreadblockState> tbs_;

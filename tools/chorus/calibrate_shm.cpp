@@ -170,11 +170,10 @@ std::vector<double> sweepMinUs(perf::Collective collective, const std::string& a
   return times;
 }
 
-// One curve sweep's median-batch seconds per size, folded into `fastest` (per size, the fastest
+// One sweep's median-batch seconds per size, folded into `fastest` (per size, the fastest
 // so far; a shared host has slow periods, docs/simulator.md); the sizes go to `sizes`.
-void curveSweep(perf::Collective collective, const std::string& algorithm,
-                std::vector<std::uint64_t>& sizes, std::vector<double>& fastest) {
-  const auto records = sweepRecords(collective, algorithm, kCurveMin, kCurveMax, kCurveFactor);
+void foldFastestSweep(std::vector<perf::BenchRecord> records, std::vector<std::uint64_t>& sizes,
+                      std::vector<double>& fastest) {
   if (fastest.empty()) {
     fastest.assign(records.size(), std::numeric_limits<double>::infinity());
     sizes.clear();
@@ -227,8 +226,12 @@ void fitCurves(const topology::HostInfo& host, topology::Calibration& c,
   std::vector<std::uint64_t> copySizes, reduceSizes;
   std::vector<double> copyTimes, reduceTimes;
   for (int repeat = 0; repeat < kCurveRepeats; ++repeat) {
-    curveSweep(perf::Collective::allgather, "allgather.ring", copySizes, copyTimes);
-    curveSweep(perf::Collective::reducescatter, "reducescatter.ring", reduceSizes, reduceTimes);
+    foldFastestSweep(sweepRecords(perf::Collective::allgather, "allgather.ring", kCurveMin,
+                                  kCurveMax, kCurveFactor),
+                     copySizes, copyTimes);
+    foldFastestSweep(sweepRecords(perf::Collective::reducescatter, "reducescatter.ring", kCurveMin,
+                                  kCurveMax, kCurveFactor),
+                     reduceSizes, reduceTimes);
   }
   const ir::Algorithm allgather = compileAt("allgather.ring", 2);
   const ir::Algorithm reducescatter = compileAt("reducescatter.ring", 2);
@@ -264,17 +267,10 @@ double fitWakeLatency(const topology::HostInfo& host, const topology::Calibratio
   if (ranks > kMaxWakeRanks) return 0;
   std::vector<double> fastest;
   std::vector<std::uint64_t> sizes;
-  for (int repeat = 0; repeat < kRepeats; ++repeat) {
-    const auto records =
-        sweepRecords(perf::Collective::allreduce, "allreduce.ring", kWakeMin, kWakeMax, 8, ranks);
-    if (fastest.empty()) {
-      fastest.assign(records.size(), std::numeric_limits<double>::infinity());
-      for (const auto& record : records)
-        sizes.push_back(record.bytes);
-    }
-    for (std::size_t i = 0; i < records.size() && i < fastest.size(); ++i)
-      fastest[i] = std::min(fastest[i], records[i].timeUs * 1e-6);
-  }
+  for (int repeat = 0; repeat < kRepeats; ++repeat)
+    foldFastestSweep(
+        sweepRecords(perf::Collective::allreduce, "allreduce.ring", kWakeMin, kWakeMax, 8, ranks),
+        sizes, fastest);
   const ir::Algorithm plan = compileAt("allreduce.ring", ranks);
   // Steps 1-4 so far; the flat rates (measured later) do not matter next to the curves.
   topology::Calibration trial = topology::defaultCalibration();
