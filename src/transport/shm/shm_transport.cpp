@@ -109,8 +109,18 @@ class ShmConnections final : public ConnectionSet {
       std::vector<std::string> mapped;
       for (int r = 1; r < nranks_; ++r)
         mapped.push_back(mappedKey(r));
-      waitUntil([&] { return store.check(mapped); }, deadline, [this] { return abortReason(); },
-                "every rank to map the group segment " + name);
+      try {
+        waitUntil([&] { return store.check(mapped); }, deadline, [this] { return abortReason(); },
+                  "every rank to map the group segment " + name);
+      } catch (const std::exception& e) {
+        // The destructor removes the name; ranks that come for it later read why from here.
+        try {
+          store.set(failedKey(), toBytes(e.what()));
+        } catch (const std::exception&) {
+          // The store's host may be gone too; those ranks then name an exited peer instead.
+        }
+        throw;
+      }
       unlinkShmName(name);
       return;
     }
@@ -120,7 +130,13 @@ class ShmConnections final : public ConnectionSet {
     auto segment = openShmSegment(
         name, deadline, [this] { return abortReason(); }, "the group segment");
     if (!segment) {
-      // Rank 0 removes the name when it fails; usually because a peer died. Name that peer.
+      // Rank 0 removes the name when it fails, usually because a peer died, and then exits
+      // itself: pass on rank 0's reason rather than naming rank 0.
+      const std::string why = rankZeroFailure(store);
+      if (!why.empty())
+        throw CommError(fmt::format(
+            "shm transport: rank 0 gave up before every rank mapped the group segment {}: {}", name,
+            why));
       const std::string dead = checkPeers();
       throw CommError(fmt::format(
           "shm transport: the group segment {} is gone although rank 0 announced it; {}", name,
@@ -241,13 +257,30 @@ class ShmConnections final : public ConnectionSet {
         liveness_->forget(exited);
         continue;
       }
-      const std::string reason = fmt::format(
-          "rank {} (pid {}) exited before the group finished: it crashed, was killed or returned "
-          "early; see that rank's own error",
-          exited, liveness_->pidOf(exited));
+      const std::string reason = exitReason(exited);
       if (!group_) return reason;
       group_->abort(reason);
       return group_->abortReason();
+    }
+  }
+
+  std::string exitReason(int rank) const {
+    return fmt::format(
+        "rank {} (pid {}) exited before the group finished: it crashed, was killed or returned "
+        "early; see that rank's own error",
+        rank, liveness_->pidOf(rank));
+  }
+
+  std::string failedKey() const { return fmt::format("shm/{}/group-failed", options_.namePrefix); }
+
+  // Why rank 0 gave up on the group segment, when it could still say so; never waits.
+  std::string rankZeroFailure(Store& store) const {
+    try {
+      if (!store.check({failedKey()})) return {};
+      const auto bytes = store.get(failedKey(), std::chrono::milliseconds(0));
+      return {bytes.begin(), bytes.end()};
+    } catch (const std::exception&) {
+      return {};
     }
   }
 
