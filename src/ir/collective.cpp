@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/group_reduction.h"
 #include "support/error.h"
 
 namespace chorus::ir {
@@ -343,8 +344,10 @@ std::shared_ptr<const Collective> collectiveOf(const Algorithm& algorithm) {
   candidates.push_back(algorithm.name);
   const auto cut = algorithm.name.find_first_of("-_");
   if (cut != std::string::npos) candidates.push_back(algorithm.name.substr(0, cut));
-  for (const auto& name : candidates)
+  for (const auto& name : candidates) {
+    if (auto c = groupReductionNamed(name, options)) return c;
     if (auto c = makeCustomCollective(name, options)) return c;
+  }
   return std::make_shared<UnknownCustom>(
       algorithm.customName.empty() ? algorithm.name : algorithm.customName, options);
 }

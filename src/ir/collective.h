@@ -108,7 +108,8 @@ void registerCustomCollective(const std::string& name, CustomCollectiveFactory f
 // The collective an IR claims to implement, with the chunk factor derived from chunksPerLoop
 // (divided by nranks for allgather, reducescatter and alltoall). For a custom collective the
 // name is looked up first as algorithm.customName, then as algorithm.name and its prefix before
-// '-' or '_' (so "alltonext-forward" is AllToNext); an unknown custom collective gets a
+// '-' or '_' (so "alltonext-forward" is AllToNext), a name "group-reduction:..." giving the group
+// reduction it describes (group_reduction.h); an unknown custom collective gets a
 // definition with hasPostcondition() == false, inputs initialized on every rank.
 std::shared_ptr<const Collective> collectiveOf(const Algorithm& algorithm);
 

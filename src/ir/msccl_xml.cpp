@@ -258,6 +258,9 @@ class XmlReader {
                              coll));
     }
     algorithm.collective = *collective;
+    // chorus's extension: the custom collective's name, when it differs from the algo's.
+    if (const pugi::xml_attribute custom = node.attribute("custom"))
+      algorithm.customName = custom.value();
     algorithm.inPlace = flag(node, "inplace", true, false);
     flag(node, "outofplace", false, !algorithm.inPlace);
     algorithm.minBytes = bytes(node, "minBytes");
@@ -578,6 +581,11 @@ void appendAlgo(std::string& out, const Algorithm& algorithm, const MscclWriteOp
   appendInt(out, algorithm.nranks);
   out += "\" coll=\"";
   out += coll;
+  if (algorithm.collective == CollectiveKind::custom && !algorithm.customName.empty() &&
+      algorithm.customName != algorithm.name) {
+    out += "\" custom=\"";
+    appendXmlEscaped(out, algorithm.customName);
+  }
   out += "\" inplace=\"";
   out += algorithm.inPlace ? '1' : '0';
   out += "\" outofplace=\"";

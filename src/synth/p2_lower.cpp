@@ -5,6 +5,7 @@
 #include <numeric>
 #include <utility>
 
+#include "ir/group_reduction.h"
 #include "support/error.h"
 
 namespace chorus::synth {
@@ -15,48 +16,6 @@ using lang::Buffer;
 std::size_t ix(int i) {
   return static_cast<std::size_t>(i);
 }
-
-// out(d)[k] = Σ_{e ∈ group(d)} in(e, k); in place (output aliases input).
-class GroupReduction : public ir::Collective {
- public:
-  GroupReduction(int nranks, int chunkFactor,
-                 std::shared_ptr<const std::vector<std::vector<int>>> groups,
-                 std::shared_ptr<const std::vector<int>> groupOf)
-      : nranks_(nranks),
-        chunkFactor_(chunkFactor),
-        groups_(std::move(groups)),
-        groupOf_(std::move(groupOf)) {}
-  ir::CollectiveKind kind() const override { return ir::CollectiveKind::custom; }
-  std::string name() const override { return "p2-reduction"; }
-  int nranks() const override { return nranks_; }
-  int chunkFactor() const override { return chunkFactor_; }
-  bool inPlace() const override { return true; }
-  int inputChunks(int) const override { return chunkFactor_; }
-  int outputChunks(int) const override { return chunkFactor_; }
-  int chunksPerLoop() const override { return chunkFactor_; }
-  ir::ChunkValue initialInput(int rank, int index) const override {
-    return ir::ChunkValue::of({rank, index});
-  }
-  std::optional<ir::ChunkValue> expectedOutput(int rank, int index) const override {
-    std::vector<ir::InputChunk> parts;
-    for (int member : (*groups_)[ix((*groupOf_)[ix(rank)])])
-      parts.push_back({member, index});
-    return ir::ChunkValue::sum(std::move(parts));
-  }
-  ir::Location canonical(int, ir::Location l) const override {
-    if (l.buffer == ir::BufferKind::output) l.buffer = ir::BufferKind::input;
-    return l;
-  }
-  std::shared_ptr<const ir::Collective> refined(int factor) const override {
-    return std::make_shared<GroupReduction>(nranks_, chunkFactor_ * factor, groups_, groupOf_);
-  }
-
- private:
-  int nranks_;
-  int chunkFactor_;
-  std::shared_ptr<const std::vector<std::vector<int>>> groups_;
-  std::shared_ptr<const std::vector<int>> groupOf_;
-};
 
 // DSL chunk indices of semantic chunks `chunks` refined by `factor`.
 std::vector<int> expand(const std::vector<int>& chunks, int factor) {
@@ -144,31 +103,9 @@ void lowerGroup(lang::Program& p, Collective collective, const CollectiveGroup& 
 
 std::shared_ptr<const ir::Collective> makeGroupReduction(int nranks, int chunkFactor,
                                                          std::vector<std::vector<int>> groups) {
-  if (nranks < 1 || chunkFactor < 1)
-    throw OptionError(
-        fmt::format("synth: a group reduction needs ≥ 1 rank and chunk factor "
-                    "≥ 1, got {} and {}",
-                    nranks, chunkFactor));
-  auto groupOf = std::make_shared<std::vector<int>>(ix(nranks), -1);
-  for (std::size_t g = 0; g < groups.size(); ++g)
-    for (int d : groups[g]) {
-      if (d < 0 || d >= nranks || (*groupOf)[ix(d)] != -1)
-        throw OptionError(
-            fmt::format("synth: device {} is outside 0..{} or in two reduction "
-                        "groups; the groups must partition the devices",
-                        d, nranks - 1));
-      (*groupOf)[ix(d)] = static_cast<int>(g);
-    }
-  for (int d = 0; d < nranks; ++d)
-    if ((*groupOf)[ix(d)] == -1)
-      throw OptionError(
-          fmt::format("synth: device {} is in no reduction group; the groups must "
-                      "partition the devices",
-                      d));
-  if (groups.size() == 1) return lang::allReduce(nranks, chunkFactor, true);
-  return std::make_shared<GroupReduction>(
-      nranks, chunkFactor, std::make_shared<const std::vector<std::vector<int>>>(std::move(groups)),
-      std::move(groupOf));
+  if (groups.size() == 1 && static_cast<int>(groups[0].size()) == nranks && nranks >= 1)
+    return lang::allReduce(nranks, chunkFactor, true);
+  return ir::makeGroupReduction(nranks, chunkFactor, std::move(groups));
 }
 
 std::unique_ptr<lang::Program> lowerProgram(const SynthesisHierarchy& hierarchy,

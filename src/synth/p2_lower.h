@@ -16,8 +16,9 @@ namespace chorus::synth {
 
 // The collective a reduction over `groups` implements, in place: output chunk k of device d is
 // the sum of input chunk k over d's group. One group of every device is lang::allReduce;
-// otherwise a custom collective named "p2-reduction" with that postcondition. Throws
-// chorus::OptionError unless the groups partition 0..nranks-1.
+// otherwise ir::makeGroupReduction (named "group-reduction:<groups>", so its MSCCL XML is
+// checked by `chorus run`). Throws chorus::OptionError unless the groups partition
+// 0..nranks-1.
 std::shared_ptr<const ir::Collective> makeGroupReduction(int nranks, int chunkFactor,
                                                          std::vector<std::vector<int>> groups);
 

@@ -1,6 +1,7 @@
 // End-to-end tests of `chorus synth reduction` (path in CHORUS_CLI): P² placements and
-// programs on the DGX-1 preset as a table and as JSON, --emit writing a synthesized AllReduce
-// that `chorus run` executes with exact results, and usage mistakes exiting 2.
+// programs on the DGX-1 preset as a table and as JSON, --emit writing synthesized programs
+// (an AllReduce, group reductions) that `chorus run` executes with exact results, and usage
+// mistakes exiting 2.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@ using ::testing::HasSubstr;
 
 using chorus::testing_support::CommandResult;
 using chorus::testing_support::runCli;
+using chorus::testing_support::runShell;
 
 TEST(SynthReductionCli, Dgx1PlacementsAndProgramsAsATable) {
   // DGX-1 is [(node,1),(socket,2),(pcie-switch,2),(device,2)]: data 2 x shards 4 has 3
@@ -83,6 +85,38 @@ TEST(SynthReductionCli, EmittedProgramRunsWithExactResults) {
     EXPECT_THAT(run.output, HasSubstr("correct"));
   }
   EXPECT_EQ(files, 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SynthReductionCli, EmittedGroupReductionsRunWithExactResults) {
+  // Reducing one axis of 2 x 4 gives several reduction groups: the XML names its group
+  // reduction, so `chorus run` checks every rank against its own group's sum.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    (std::to_string(::getpid()) + "_synth_reduction_groups");
+  const CommandResult r = runCli(
+      "synth reduction --topology dgx1 --axes 2,4 --reduce 1 --quiet --instances 1 --top 2 "
+      "--emit '" +
+      dir.string() + "'");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    const CommandResult run =
+        runCli("run '" + entry.path().string() + "' --bytes 100000 --dtype int32");
+    EXPECT_EQ(run.exitCode, 0) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("correct (200000 elements checked)"));
+  }
+  EXPECT_EQ(files, 2);
+  // Without its name the collective is unknown: `chorus run` says it did not check.
+  const std::filesystem::path first = *std::filesystem::directory_iterator(dir);
+  const std::filesystem::path plain = dir / "plain.xml";
+  ASSERT_EQ(
+      runShell("sed 's/ custom=\"[^\"]*\"//' '" + first.string() + "' > '" + plain.string() + "'")
+          .exitCode,
+      0);
+  const CommandResult unknown = runCli("run '" + plain.string() + "' --bytes 100000 --dtype int32");
+  EXPECT_EQ(unknown.exitCode, 0) << unknown.output;
+  EXPECT_THAT(unknown.output, HasSubstr("NOT checked"));
   std::filesystem::remove_all(dir);
 }
 

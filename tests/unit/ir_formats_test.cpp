@@ -200,12 +200,21 @@ TEST(MscclXmlFormat, CustomCollectiveIsWrittenAsCustom) {
   for (bool legacy : {false, true}) {
     const std::string xml = writeMscclXml(a, {.legacyNames = legacy});
     EXPECT_THAT(xml, HasSubstr(R"(coll="custom")"));
-    Algorithm back = readMscclXml(xml, "c.xml").at(0);
+    // chorus's extension attribute keeps the custom collective's name.
+    EXPECT_THAT(xml, HasSubstr(R"(custom="alltonext")"));
+    const Algorithm back = readMscclXml(xml, "c.xml").at(0);
     EXPECT_EQ(back.collective, CollectiveKind::custom);
-    EXPECT_EQ(back.customName, "");  // XML has no field for it
-    back.customName = a.customName;
     EXPECT_EQ(back, a);
   }
+}
+
+TEST(MscclXmlFormat, CustomNameEqualToTheAlgoNameIsNotRepeated) {
+  Algorithm a = makeLinear(1);
+  a.collective = CollectiveKind::custom;
+  a.customName = a.name;
+  const std::string xml = writeMscclXml(a);
+  EXPECT_THAT(xml, Not(HasSubstr("custom=")));
+  EXPECT_EQ(readMscclXml(xml, "c.xml").at(0).customName, "");
 }
 
 TEST(MscclXmlFormat, ReduceScatterSpellings) {
