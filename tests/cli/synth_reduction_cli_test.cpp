@@ -1,5 +1,6 @@
 // End-to-end tests of `chorus synth reduction` (path in CHORUS_CLI): P² placements and
-// programs on the DGX-1 preset as a table and as JSON, --emit writing synthesized programs
+// programs on the DGX-1 preset as a table and as JSON, P²'s findings on two A100 nodes,
+// --emit writing synthesized programs
 // (an AllReduce, group reductions) that `chorus run` executes with exact results, and usage
 // mistakes exiting 2.
 #include <gmock/gmock.h>
@@ -8,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -39,7 +41,7 @@ TEST(SynthReductionCli, JsonListsEveryCandidateWithItsSpeedup) {
   const std::filesystem::path file = std::filesystem::temp_directory_path() /
                                      (std::to_string(::getpid()) + "_synth_reduction.json");
   const CommandResult r = runCli(
-      "synth reduction --topology dgx1 --axes 2,4 --reduce 0 --quiet --instances 1 --json '" +
+      "synth reduction --topology dgx1 --axes 2,4 --reduce 0 --quiet --threadblocks 6 --json '" +
       file.string() + "'");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   std::ifstream in(file);
@@ -61,8 +63,56 @@ TEST(SynthReductionCli, JsonListsEveryCandidateWithItsSpeedup) {
     if (candidate.at("program") == "(node, InsideGroup, AllReduce)") {
       EXPECT_DOUBLE_EQ(speedup, 1.0);
     }
+    // Every program is replicated as far as the budget allows, and only one instance may
+    // exceed it.
+    const int instances = candidate.at("instances").get<int>();
+    const int threadblocks = candidate.at("threadblocks").get<int>();
+    EXPECT_GE(instances, 1);
+    EXPECT_EQ(threadblocks % instances, 0);
+    if (instances > 1) {
+      EXPECT_LE(threadblocks, 6);
+    }
+    EXPECT_GT(threadblocks + threadblocks / instances, 6) << "one more instance would fit";
   }
   EXPECT_EQ(placements, (std::set<int>{0, 1, 2}));
+}
+
+TEST(SynthReductionCli, P2FindingsOnTwoA100Nodes) {
+  // Seed 003 §5 on two 16-GPU A100 nodes, data 4 x shards 8, reducing data: placement changes
+  // the AllReduce time by orders of magnitude; a reduction that crosses nodes is beaten by a
+  // topology-aware program; one that stays inside a node is best as a single AllReduce
+  // (every program on the same threadblock budget).
+  const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                     (std::to_string(::getpid()) + "_synth_reduction_a100.json");
+  const CommandResult r = runCli(
+      "synth reduction --topology hgx-a100-16 --nodes 2 --axes 4,8 --reduce 0 --size-limit 4 "
+      "--quiet --json '" +
+      file.string() + "'");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  std::ifstream in(file);
+  const nlohmann::json json = nlohmann::json::parse(in);
+  std::filesystem::remove(file);
+  std::map<int, double> bestSpeedup;
+  std::map<int, bool> crossesNodes;
+  double fastestAllReduce = 1e9;
+  double slowestAllReduce = 0;
+  for (const auto& candidate : json.at("candidates")) {
+    const int placement = candidate.at("placement").get<int>();
+    bestSpeedup[placement] =
+        std::max(bestSpeedup[placement], candidate.at("speedup").get<double>());
+    crossesNodes[placement] = candidate.at("matrix")[0][0].get<int>() > 1;
+    fastestAllReduce = std::min(fastestAllReduce, candidate.at("allreduce_seconds").get<double>());
+    slowestAllReduce = std::max(slowestAllReduce, candidate.at("allreduce_seconds").get<double>());
+  }
+  ASSERT_EQ(bestSpeedup.size(), 4u);
+  EXPECT_GT(slowestAllReduce / fastestAllReduce, 10);
+  for (const auto& [placement, speedup] : bestSpeedup) {
+    SCOPED_TRACE("placement " + std::to_string(placement));
+    if (crossesNodes[placement])
+      EXPECT_GT(speedup, 1.2);
+    else
+      EXPECT_LT(speedup, 1.0 + 1e-9);
+  }
 }
 
 TEST(SynthReductionCli, EmittedProgramRunsWithExactResults) {
@@ -132,6 +182,12 @@ TEST(SynthReductionCli, UsageMistakesExitTwo) {
   r = runCli("synth reduction --topology dgx1 --axes 8 --reduce 0 --instances 0");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_THAT(r.output, HasSubstr("--instances 0"));
+  r = runCli("synth reduction --topology dgx1 --axes 8 --reduce 0 --threadblocks 0");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.output, HasSubstr("--threadblocks 0"));
+  r = runCli("synth reduction --topology dgx1 --axes 8 --reduce 0 --threadblocks 4 --instances 2");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.output, HasSubstr("excludes"));
 }
 
 }  // namespace

@@ -9,6 +9,10 @@
 //      axes, reduce) (p2_placement.h, p2_program.h).
 //   2. Per placement and program: lowerProgram (p2_lower.h), compileProgram without the
 //      verifier (the trace already checked the postcondition), simulate on the topology.
+//      Every program gets the same threadblock budget per device (--threadblocks, as NCCL
+//      runs any collective on a fixed number of channels/SMs): compiled once with one
+//      instance to count its threadblocks t, then with floor(budget / t) instances. A fixed
+//      --instances replicates every program alike instead.
 //   3. The baseline of a placement is its one-instruction program (root, InsideGroup,
 //      AllReduce): one AllReduce over each reduction group. Speedup = baseline / program.
 //   4. --emit compiles the --top best programs of all placements again with the verifier on
@@ -49,6 +53,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Json = nlohmann::ordered_json;
 
+constexpr int kMaxInstances = 32;  // channels an MSCCL program may use
+
 struct ReductionArgs {
   std::string topology;
   int nodes = 0;
@@ -56,7 +62,9 @@ struct ReductionArgs {
   std::vector<int> reduce;
   int top = 3;
   int sizeLimit = 5;
-  int instances = 4;
+  int threadblocks = 8;  // budget per device; ignored when --instances was given
+  int instances = 0;
+  bool instancesGiven = false;
   std::string bytes = "64M";
   std::string emit;
   std::string json;
@@ -69,8 +77,10 @@ struct Scored {
   int program = 0;  // index in the placement's programs
   std::string text;
   double seconds = 0;
-  double speedup = 0;  // baseline / seconds
-  int steps = 0;       // IR steps of the compiled program
+  double speedup = 0;    // baseline / seconds
+  int steps = 0;         // IR steps of the compiled program
+  int instances = 0;     // copies of the program it was compiled with
+  int threadblocks = 0;  // the most threadblocks any device runs
 };
 
 struct PlacementResult {
@@ -90,6 +100,7 @@ bool isSingleAllReduce(const synth::ReductionProgram& program) {
 ir::Algorithm compileLowered(const synth::PlacementCandidate& candidate,
                              const synth::ReductionProgram& program, const std::string& name,
                              int instances, bool verify) {
+  CHORUS_INTERNAL_ASSERT(instances >= 1, "a program is compiled with at least one instance");
   synth::LowerOptions lowerOptions;
   lowerOptions.name = name;
   lowerOptions.program.instances = instances;
@@ -98,6 +109,38 @@ ir::Algorithm compileLowered(const synth::PlacementCandidate& candidate,
   compiler::CompileOptions options;
   options.verify = verify;
   return compiler::compileProgram(lowered->dag(), options).algorithm;
+}
+
+int maxThreadblocks(const ir::Algorithm& algorithm) {
+  std::size_t most = 0;
+  for (const ir::RankProgram& rank : algorithm.ranks)
+    most = std::max(most, rank.threadblocks.size());
+  return static_cast<int>(most);
+}
+
+// A compiled program and the instances it was compiled with.
+struct Compiled {
+  ir::Algorithm algorithm;
+  int instances = 1;
+};
+
+// Compiles with args.instances, or with as many instances as fit args.threadblocks per device
+// (at least one).
+Compiled compileWithinBudget(const ReductionArgs& args, const synth::PlacementCandidate& candidate,
+                             const synth::ReductionProgram& program, const std::string& name,
+                             bool verify) {
+  if (args.instancesGiven)
+    return {compileLowered(candidate, program, name, args.instances, verify), args.instances};
+  Compiled one{compileLowered(candidate, program, name, 1, verify), 1};
+  const int fit = std::min(kMaxInstances, args.threadblocks / maxThreadblocks(one.algorithm));
+  if (fit <= 1) return one;
+  return {compileLowered(candidate, program, name, fit, verify), fit};
+}
+
+// The tbs column: threadblocks per device, starred when one instance already exceeds the budget.
+std::string threadblockCell(const ReductionArgs& args, const Scored& s) {
+  const bool over = !args.instancesGiven && s.threadblocks > args.threadblocks;
+  return fmt::format("{}{}", s.threadblocks, over ? "*" : "");
 }
 
 std::string seconds(double s) {
@@ -116,8 +159,13 @@ void checkArgs(const ReductionArgs& args) {
     throw OptionError("--reduce needs the axes to reduce over, by position, e.g. --reduce 0");
   if (args.top < 1) throw OptionError("--top must be at least 1");
   if (args.sizeLimit < 1) throw OptionError("--size-limit must be at least 1");
-  if (args.instances < 1 || args.instances > 32)
-    throw OptionError(fmt::format("--instances {} is out of range; use 1 to 32", args.instances));
+  if (args.instancesGiven && (args.instances < 1 || args.instances > kMaxInstances))
+    throw OptionError(
+        fmt::format("--instances {} is out of range; use 1 to {}", args.instances, kMaxInstances));
+  if (args.threadblocks < 1)
+    throw OptionError(
+        fmt::format("--threadblocks {} is out of range; give the threadblocks per device, e.g. 8",
+                    args.threadblocks));
 }
 
 std::vector<std::vector<int>> matrixRows(const synth::ParallelismMatrix& matrix) {
@@ -147,7 +195,9 @@ void writeJson(const ReductionArgs& args, const synth::SystemHierarchy& system, 
                                     {"seconds", s.seconds},
                                     {"allreduce_seconds", results[p].baselineSeconds},
                                     {"speedup", s.speedup},
-                                    {"steps", s.steps}});
+                                    {"steps", s.steps},
+                                    {"instances", s.instances},
+                                    {"threadblocks", s.threadblocks}});
     }
   }
   writeTextOutput(args.json, json.dump(2) + "\n");
@@ -179,9 +229,10 @@ ExitCode runReduction(const ReductionArgs& args) {
     for (std::size_t k = 0; k < c.programs.size(); ++k) {
       const std::string text = synth::formatProgram(c.hierarchy, c.programs[k]);
       progress.show(++done, fmt::format("placement {} of {}: {}", p + 1, candidates.size(), text));
-      const ir::Algorithm algorithm =
-          compileLowered(c, c.programs[k], fmt::format("p2-m{}-{}", p, k), args.instances,
-                         /*verify=*/false);
+      const Compiled compiled =
+          compileWithinBudget(args, c, c.programs[k], fmt::format("p2-m{}-{}", p, k),
+                              /*verify=*/false);
+      const ir::Algorithm& algorithm = compiled.algorithm;
       sim::SimOptions options;
       options.bytes = bytes;
       Scored scored;
@@ -190,6 +241,8 @@ ExitCode runReduction(const ReductionArgs& args) {
       scored.text = text;
       scored.seconds = sim::simulate(algorithm, fabric, options).seconds;
       scored.steps = static_cast<int>(ir::stepCount(algorithm));
+      scored.instances = compiled.instances;
+      scored.threadblocks = maxThreadblocks(algorithm);
       if (isSingleAllReduce(c.programs[k])) result.baselineSeconds = scored.seconds;
       result.programs.push_back(std::move(scored));
     }
@@ -210,6 +263,14 @@ ExitCode runReduction(const ReductionArgs& args) {
              synth::deviceCount(system), synth::deviceCount(system) == 1 ? "" : "s");
   fmt::print(out, "axes: [{}], reducing axis {} ; {} per device\n", fmt::join(args.axes, ", "),
              fmt::join(args.reduce, ", "), formatSize(bytes));
+  if (args.instancesGiven)
+    fmt::print(out, "every program on {} instance{}\n", args.instances,
+               args.instances == 1 ? "" : "s");
+  else
+    fmt::print(out,
+               "every program on up to {} threadblocks per device (tbs: instances x "
+               "threadblocks of one instance)\n",
+               args.threadblocks);
   fmt::print(out,
              "{} placements, {} valid programs (size <= {}), lowered, compiled and simulated in "
              "{:.1f} s\n\n",
@@ -223,19 +284,28 @@ ExitCode runReduction(const ReductionArgs& args) {
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return results[a].baselineSeconds < results[b].baselineSeconds;
   });
-  fmt::print(out, "{:>3}  {:<28} {:>14} {:>14} {:>8}  {}\n", "#", "parallelism matrix", "AllReduce",
-             "best", "speedup", "best program");
+  fmt::print(out, "{:>3}  {:<28} {:>14} {:>14} {:>8} {:>4}  {}\n", "#", "parallelism matrix",
+             "AllReduce", "best", "speedup", "tbs", "best program");
+  bool starred = false;
   for (std::size_t i : order) {
     const PlacementResult& r = results[i];
     const Scored& best = r.programs.front();
-    fmt::print(out, "{:>3}  {:<28} {:>14} {:>14} {:>7.2f}x  {}\n", i, r.matrix,
-               seconds(r.baselineSeconds), seconds(best.seconds), best.speedup, best.text);
+    fmt::print(out, "{:>3}  {:<28} {:>14} {:>14} {:>7.2f}x {:>4}  {}\n", i, r.matrix,
+               seconds(r.baselineSeconds), seconds(best.seconds), best.speedup,
+               threadblockCell(args, best), best.text);
+    starred = starred || threadblockCell(args, best).ends_with('*');
     for (std::size_t k = 1; k < r.programs.size() && k < static_cast<std::size_t>(args.top); ++k) {
       const Scored& s = r.programs[k];
-      fmt::print(out, "{:>3}  {:<28} {:>14} {:>14} {:>7.2f}x  {}\n", "", "", "", seconds(s.seconds),
-                 s.speedup, s.text);
+      fmt::print(out, "{:>3}  {:<28} {:>14} {:>14} {:>7.2f}x {:>4}  {}\n", "", "", "",
+                 seconds(s.seconds), s.speedup, threadblockCell(args, s), s.text);
+      starred = starred || threadblockCell(args, s).ends_with('*');
     }
   }
+  if (starred)
+    fmt::print(out,
+               "* one instance of the program already needs more than --threadblocks {} per "
+               "device\n",
+               args.threadblocks);
   const PlacementResult& fastest = results[order.front()];
   const PlacementResult& slowest = results[order.back()];
   int beaten = 0;
@@ -264,11 +334,9 @@ ExitCode runReduction(const ReductionArgs& args) {
     for (std::size_t i = 0; i < all.size() && i < static_cast<std::size_t>(args.top); ++i) {
       const Scored& s = *all[i];
       const std::string name = fmt::format("p2-m{}-{}", s.placement, s.program);
-      const ir::Algorithm algorithm =
-          compileLowered(candidates[static_cast<std::size_t>(s.placement)],
-                         candidates[static_cast<std::size_t>(s.placement)]
-                             .programs[static_cast<std::size_t>(s.program)],
-                         name, args.instances, /*verify=*/true);
+      const synth::PlacementCandidate& c = candidates[static_cast<std::size_t>(s.placement)];
+      const ir::Algorithm algorithm = compileLowered(
+          c, c.programs[static_cast<std::size_t>(s.program)], name, s.instances, /*verify=*/true);
       const std::string path = (std::filesystem::path(args.emit) / (name + ".xml")).string();
       writeTextOutput(path, ir::writeAlgorithm(algorithm, ir::Format::xml));
       fmt::print(out, "wrote {} ({}, {})\n", path, s.text, seconds(s.seconds));
@@ -304,11 +372,19 @@ Command addSynthReductionCommand(CLI::App& synth) {
       ->capture_default_str();
   command->add_option("--bytes", args->bytes, "Bytes per device to reduce (simulated)")
       ->capture_default_str();
-  command
-      ->add_option("--instances", args->instances,
-                   "Copies of every program on separate channels, splitting the data (as NCCL "
-                   "runs a collective on several channels); the same for every program")
-      ->capture_default_str();
+  CLI::Option* threadblocks =
+      command
+          ->add_option("--threadblocks", args->threadblocks,
+                       "Threadblocks per device every program may use: each is replicated on "
+                       "as many channels as fit (as NCCL runs any collective on a fixed number "
+                       "of channels)")
+          ->capture_default_str();
+  CLI::Option* instances =
+      command
+          ->add_option("--instances", args->instances,
+                       "Instead of --threadblocks: this many copies of every program on separate "
+                       "channels, splitting the data")
+          ->excludes(threadblocks);
   command->add_option("--emit", args->emit,
                       "Write the --top fastest programs as MSCCL XML into this directory");
   CLI::Option* json =
@@ -319,8 +395,9 @@ Command addSynthReductionCommand(CLI::App& synth) {
           ->expected(0, 1)
           ->type_name("[FILE]");
   command->add_flag("--quiet", args->quiet, "No progress line");
-  return [args, json]() {
+  return [args, json, instances]() {
     if (json->count() > 0 && args->json.empty()) args->json = "-";
+    args->instancesGiven = instances->count() > 0;
     return runReduction(*args);
   };
 }
