@@ -588,6 +588,13 @@ std::size_t outputElements(const ir::Algorithm& algorithm, int rank, std::size_t
   return bufferElements(algorithm, ir::collectiveOf(algorithm)->outputChunks(rank), count);
 }
 
+std::size_t countForBytes(const ir::Algorithm& algorithm, std::size_t bytes,
+                          std::size_t elementSize) {
+  const std::size_t perCount =
+      std::max(inputElements(algorithm, 0, 1), outputElements(algorithm, 0, 1));
+  return bytes / std::max<std::size_t>(1, elementSize) / std::max<std::size_t>(1, perCount);
+}
+
 void executeRank(const ir::Algorithm& algorithm, int rank, const CollectiveArgs& args,
                  transport::ConnectionSet& connections, const ExecOptions& options) {
   if (rank < 0 || rank >= algorithm.nranks || rank >= static_cast<int>(algorithm.ranks.size()))

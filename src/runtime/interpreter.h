@@ -81,6 +81,11 @@ std::size_t chunksPerBlock(const ir::Algorithm& algorithm);
 std::size_t inputElements(const ir::Algorithm& algorithm, int rank, std::size_t count);
 std::size_t outputElements(const ir::Algorithm& algorithm, int rank, std::size_t count);
 
+// The largest count whose biggest buffer on rank 0 holds at most `bytes` of elements of
+// `elementSize` bytes (nccl-tests' "size": `chorus run --bytes`); at least 0.
+std::size_t countForBytes(const ir::Algorithm& algorithm, std::size_t bytes,
+                          std::size_t elementSize);
+
 // Runs `rank`'s program to completion on the calling thread. Any element count works: when the
 // chunking does not divide it, the buffers are staged through padded copies. Throws
 // TimeoutError when a wait passes the deadline and CommError when another rank failed or the

@@ -19,6 +19,7 @@
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 using chorus::testing_support::CommandResult;
 using chorus::testing_support::runCli;
@@ -170,6 +171,43 @@ TEST(SynthReductionCli, EmittedGroupReductionsRunWithExactResults) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(SynthReductionCli, RunMeasuresTheFastestProgramsOnThisHost) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    (std::to_string(::getpid()) + "_synth_reduction_run");
+  std::filesystem::create_directories(dir);
+  const std::string topology = (dir / "local.json").string();
+  ASSERT_EQ(runCli("topology detect --no-calibrate --ranks 4 -o '" + topology + "'").exitCode, 0);
+  const std::string json = (dir / "run.json").string();
+  const CommandResult r = runCli("synth reduction --topology '" + topology +
+                                 "' --axes 2,2 --reduce 0 --quiet --bytes 64K --run 2 "
+                                 "--budget 0.02 --json '" +
+                                 json + "'");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("measured on this host"));
+  EXPECT_THAT(r.output, Not(HasSubstr("note: the predictions are for")));
+  std::ifstream in(json);
+  const nlohmann::json parsed = nlohmann::json::parse(in);
+  int measured = 0;
+  for (const auto& candidate : parsed.at("candidates")) {
+    if (!candidate.contains("measured_seconds")) continue;
+    ++measured;
+    EXPECT_GT(candidate.at("measured_seconds").get<double>(), 0);
+    EXPECT_TRUE(candidate.at("measured_correct").get<bool>());
+  }
+  // The 2 fastest and their placement's single AllReduce (one of them, or a third).
+  EXPECT_GE(measured, 2);
+  EXPECT_LE(measured, 3);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SynthReductionCli, RunOnAModelledSystemSaysTheTimesAreThisHosts) {
+  const CommandResult r = runCli(
+      "synth reduction --topology dgx1 --axes 2,4 --reduce 0 --quiet --bytes 16K --run 1 "
+      "--budget 0.01");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("note: the predictions are for dgx1"));
+}
+
 TEST(SynthReductionCli, UsageMistakesExitTwo) {
   CommandResult r = runCli("synth reduction --topology dgx1 --axes 2,4 --reduce 2");
   EXPECT_EQ(r.exitCode, 2);
@@ -188,6 +226,9 @@ TEST(SynthReductionCli, UsageMistakesExitTwo) {
   r = runCli("synth reduction --topology dgx1 --axes 8 --reduce 0 --threadblocks 4 --instances 2");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_THAT(r.output, HasSubstr("excludes"));
+  r = runCli("synth reduction --topology dgx1 --axes 8 --reduce 0 --run 1 --budget 0");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.output, HasSubstr("--budget 0"));
 }
 
 }  // namespace

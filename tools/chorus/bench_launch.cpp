@@ -102,23 +102,6 @@ std::string readAll(int fd, std::size_t size) {
   return text;
 }
 
-// Pins the calling process to the r-th CPU of its current affinity mask (modulo their count).
-void bindToCore(int r) {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-  if (cpus.empty()) return;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpus[static_cast<std::size_t>(r) % cpus.size()], &one);
-  if (sched_setaffinity(0, sizeof(one), &one) != 0)
-    fmt::print(stderr, "chorus: warning: rank {} could not be bound to CPU {}: {}\n", r,
-               cpus[static_cast<std::size_t>(r) % cpus.size()], std::strerror(errno));
-}
-
 // The body of forked rank `r`: rendezvous (rank 0 makes the id and pipes it to the others),
 // sweep, exit code. Never returns into the CLI.
 [[noreturn]] void runChildRank(int r, const SweepJob& job, const std::vector<int>& pipeFds) {
@@ -209,6 +192,22 @@ ExitCode benchProcesses(const SweepJob& job) {
 }
 
 }  // namespace
+
+void bindToCore(int r) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  if (cpus.empty()) return;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpus[static_cast<std::size_t>(r) % cpus.size()], &one);
+  if (sched_setaffinity(0, sizeof(one), &one) != 0)
+    fmt::print(stderr, "chorus: warning: rank {} could not be bound to CPU {}: {}\n", r,
+               cpus[static_cast<std::size_t>(r) % cpus.size()], std::strerror(errno));
+}
 
 ExitCode runSweepJob(const SweepJob& job) {
   if (job.bindCores && job.transport != "shm")

@@ -33,4 +33,8 @@ struct SweepJob {
 // process; the parent only waits.
 ExitCode runSweepJob(const SweepJob& job);
 
+// Pins the calling process to the r-th CPU of its current affinity mask (modulo their count);
+// warns on stderr when it cannot.
+void bindToCore(int r);
+
 }  // namespace chorus::cli

@@ -67,7 +67,7 @@ ExitCode runRun(const RunArgs& args) {
     const std::size_t perCount =
         std::max(runtime::inputElements(plan, 0, 1), runtime::outputElements(plan, 0, 1));
     runtime::RunOptions options;
-    options.count = bytes / esz / std::max<std::size_t>(1, perCount);
+    options.count = runtime::countForBytes(plan, bytes, esz);
     options.type = *type;
     options.op = *op;
     options.iterations = args.iterations;

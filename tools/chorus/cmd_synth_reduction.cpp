@@ -15,7 +15,9 @@
 //      --instances replicates every program alike instead.
 //   3. The baseline of a placement is its one-instruction program (root, InsideGroup,
 //      AllReduce): one AllReduce over each reduction group. Speedup = baseline / program.
-//   4. --emit compiles the --top best programs of all placements again with the verifier on
+//   4. --run K measures the K fastest programs and their placements' single AllReduce on this
+//      host (host_timing.h: one process per device over shm, exact results checked).
+//   5. --emit compiles the --top best programs of all placements again with the verifier on
 //      and writes them as MSCCL XML.
 #include <fmt/format.h>
 
@@ -26,12 +28,14 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "chorus/error.h"
 #include "cli.h"
 #include "compiler/pipeline.h"
+#include "host_timing.h"
 #include "ir/formats.h"
 #include "perf/progress.h"
 #include "sim/simulator.h"
@@ -68,6 +72,8 @@ struct ReductionArgs {
   std::string bytes = "64M";
   std::string emit;
   std::string json;
+  int run = 0;          // programs to measure on this host
+  double budget = 0.2;  // seconds of timed calls per measured program
   bool quiet = false;
 };
 
@@ -77,17 +83,26 @@ struct Scored {
   int program = 0;  // index in the placement's programs
   std::string text;
   double seconds = 0;
-  double speedup = 0;    // baseline / seconds
-  int steps = 0;         // IR steps of the compiled program
-  int instances = 0;     // copies of the program it was compiled with
-  int threadblocks = 0;  // the most threadblocks any device runs
+  double speedup = 0;                  // baseline / seconds
+  int steps = 0;                       // IR steps of the compiled program
+  int instances = 0;                   // copies of the program it was compiled with
+  int threadblocks = 0;                // the most threadblocks any device runs
+  std::optional<HostTiming> measured;  // --run
 };
 
 struct PlacementResult {
   std::string matrix;
   std::string hierarchy;
   double baselineSeconds = 0;
+  int baselineProgram = -1;      // the single AllReduce's index in the placement's programs
   std::vector<Scored> programs;  // fastest first
+  Scored& baseline() {
+    const auto it = std::find_if(programs.begin(), programs.end(),
+                                 [&](const Scored& s) { return s.program == baselineProgram; });
+    CHORUS_INTERNAL_ASSERT(it != programs.end(),
+                           "every placement's programs include the single AllReduce");
+    return *it;
+  }
 };
 
 bool isSingleAllReduce(const synth::ReductionProgram& program) {
@@ -159,6 +174,9 @@ void checkArgs(const ReductionArgs& args) {
     throw OptionError("--reduce needs the axes to reduce over, by position, e.g. --reduce 0");
   if (args.top < 1) throw OptionError("--top must be at least 1");
   if (args.sizeLimit < 1) throw OptionError("--size-limit must be at least 1");
+  if (args.run < 0) throw OptionError("--run must be 0 (no measuring) or more programs");
+  if (!(args.budget > 0))
+    throw OptionError(fmt::format("--budget {} must be a positive number of seconds", args.budget));
   if (args.instancesGiven && (args.instances < 1 || args.instances > kMaxInstances))
     throw OptionError(
         fmt::format("--instances {} is out of range; use 1 to {}", args.instances, kMaxInstances));
@@ -174,6 +192,70 @@ std::vector<std::vector<int>> matrixRows(const synth::ParallelismMatrix& matrix)
     for (int l = 0; l < matrix.levels; ++l)
       rows[static_cast<std::size_t>(a)].push_back(matrix.factor(a, l));
   return rows;
+}
+
+// Every program of every placement, fastest predicted first.
+std::vector<Scored*> byPredictedTime(std::vector<PlacementResult>& results) {
+  std::vector<Scored*> all;
+  for (PlacementResult& r : results)
+    for (Scored& s : r.programs)
+      all.push_back(&s);
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Scored* a, const Scored* b) { return a->seconds < b->seconds; });
+  return all;
+}
+
+// --run: measures the --run fastest programs and their placements' single AllReduce here.
+void measureFastest(const ReductionArgs& args, std::uint64_t bytes,
+                    const std::vector<synth::PlacementCandidate>& candidates,
+                    std::vector<PlacementResult>& results) {
+  std::vector<Scored*> chosen = byPredictedTime(results);
+  if (chosen.size() > static_cast<std::size_t>(args.run))
+    chosen.resize(static_cast<std::size_t>(args.run));
+  for (Scored* s : std::vector<Scored*>(chosen)) {
+    Scored* baseline = &results[static_cast<std::size_t>(s->placement)].baseline();
+    if (std::find(chosen.begin(), chosen.end(), baseline) == chosen.end())
+      chosen.push_back(baseline);
+  }
+  perf::Progress progress(!args.quiet, static_cast<int>(chosen.size()));
+  int done = 0;
+  for (Scored* s : chosen) {
+    progress.show(++done, fmt::format("measuring placement {}: {}", s->placement, s->text));
+    const synth::PlacementCandidate& c = candidates[static_cast<std::size_t>(s->placement)];
+    const ir::Algorithm algorithm =
+        compileLowered(c, c.programs[static_cast<std::size_t>(s->program)],
+                       fmt::format("p2-m{}-{}", s->placement, s->program), s->instances,
+                       /*verify=*/false);
+    s->measured = timeOnHost(algorithm, bytes, args.budget);
+  }
+}
+
+// The --run table: predicted and measured times and speedups, fastest predicted first.
+bool printMeasured(std::FILE* out, const ReductionArgs& args, const topology::Topology& topology,
+                   std::vector<PlacementResult>& results) {
+  fmt::print(out,
+             "\nmeasured on this host (shm, one process per device pinned to a core, float32; "
+             "median over batches of {} s of calls, as chorus bench):\n",
+             args.budget);
+  if (topology.name != "local")
+    fmt::print(out,
+               "note: the predictions are for {}; measure with --topology local (after `chorus "
+               "topology detect`) to compare them with this host\n",
+               topology.name);
+  fmt::print(out, "{:>3}  {:>12} {:>12} {:>9} {:>9}  {}\n", "#", "predicted", "measured", "pred. x",
+             "meas. x", "program");
+  bool allCorrect = true;
+  for (const Scored* s : byPredictedTime(results)) {
+    if (!s->measured) continue;
+    const Scored& baseline = results[static_cast<std::size_t>(s->placement)].baseline();
+    const HostTiming& m = *s->measured;
+    allCorrect = allCorrect && m.correct;
+    fmt::print(out, "{:>3}  {:>12} {:>12} {:>8.2f}x {:>8.2f}x  {}{}\n", s->placement,
+               seconds(s->seconds), seconds(m.seconds), s->speedup,
+               baseline.measured->seconds / m.seconds, s->text,
+               m.correct ? "" : "  WRONG: " + m.firstWrong);
+  }
+  return allCorrect;
 }
 
 void writeJson(const ReductionArgs& args, const synth::SystemHierarchy& system, std::uint64_t bytes,
@@ -198,6 +280,11 @@ void writeJson(const ReductionArgs& args, const synth::SystemHierarchy& system, 
                                     {"steps", s.steps},
                                     {"instances", s.instances},
                                     {"threadblocks", s.threadblocks}});
+      if (s.measured) {
+        Json& candidate = json["candidates"].back();
+        candidate["measured_seconds"] = s.measured->seconds;
+        candidate["measured_correct"] = s.measured->correct;
+      }
     }
   }
   writeTextOutput(args.json, json.dump(2) + "\n");
@@ -243,7 +330,10 @@ ExitCode runReduction(const ReductionArgs& args) {
       scored.steps = static_cast<int>(ir::stepCount(algorithm));
       scored.instances = compiled.instances;
       scored.threadblocks = maxThreadblocks(algorithm);
-      if (isSingleAllReduce(c.programs[k])) result.baselineSeconds = scored.seconds;
+      if (isSingleAllReduce(c.programs[k])) {
+        result.baselineSeconds = scored.seconds;
+        result.baselineProgram = static_cast<int>(k);
+      }
       result.programs.push_back(std::move(scored));
     }
     CHORUS_INTERNAL_ASSERT(result.baselineSeconds > 0,
@@ -257,6 +347,7 @@ ExitCode runReduction(const ReductionArgs& args) {
   progress.clear();
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
 
+  if (args.run > 0) measureFastest(args, bytes, candidates, results);
   if (!args.json.empty()) writeJson(args, system, bytes, candidates, results);
   std::FILE* out = args.json == "-" ? stderr : stdout;
   fmt::print(out, "system: {} ({}, {} device{})\n", synth::formatHierarchy(system), topology.name,
@@ -319,13 +410,9 @@ ExitCode runReduction(const ReductionArgs& args) {
   fmt::print(out, "a synthesized program beats the single AllReduce on {} of {} placements\n",
              beaten, results.size());
 
+  const bool correct = args.run == 0 || printMeasured(out, args, topology, results);
   if (!args.emit.empty()) {
-    std::vector<const Scored*> all;
-    for (const PlacementResult& r : results)
-      for (const Scored& s : r.programs)
-        all.push_back(&s);
-    std::stable_sort(all.begin(), all.end(),
-                     [](const Scored* a, const Scored* b) { return a->seconds < b->seconds; });
+    const std::vector<Scored*> all = byPredictedTime(results);
     std::error_code error;
     std::filesystem::create_directories(args.emit, error);
     if (error)
@@ -342,7 +429,7 @@ ExitCode runReduction(const ReductionArgs& args) {
       fmt::print(out, "wrote {} ({}, {})\n", path, s.text, seconds(s.seconds));
     }
   }
-  return ExitCode::ok;
+  return correct ? ExitCode::ok : ExitCode::failure;
 }
 
 }  // namespace
@@ -385,6 +472,13 @@ Command addSynthReductionCommand(CLI::App& synth) {
                        "Instead of --threadblocks: this many copies of every program on separate "
                        "channels, splitting the data")
           ->excludes(threadblocks);
+  command->add_option("--run", args->run,
+                      "Also run the K fastest programs and their placements' single AllReduce "
+                      "on this host (one process per device over shm, results checked) and "
+                      "print measured next to predicted times");
+  command
+      ->add_option("--budget", args->budget, "Seconds of timed calls per measured program (--run)")
+      ->capture_default_str();
   command->add_option("--emit", args->emit,
                       "Write the --top fastest programs as MSCCL XML into this directory");
   CLI::Option* json =
