@@ -66,9 +66,10 @@ struct ReductionArgs {
   std::vector<int> reduce;
   int top = 3;
   int sizeLimit = 5;
-  int threadblocks = 8;  // budget per device; ignored when --instances was given
+  int threadblocks = 0;  // budget per device (0: defaultThreadblocks); unused with --instances
   int instances = 0;
   bool instancesGiven = false;
+  bool threadblocksGiven = false;
   std::string bytes = "64M";
   std::string emit;
   std::string json;
@@ -180,7 +181,7 @@ void checkArgs(const ReductionArgs& args) {
   if (args.instancesGiven && (args.instances < 1 || args.instances > kMaxInstances))
     throw OptionError(
         fmt::format("--instances {} is out of range; use 1 to {}", args.instances, kMaxInstances));
-  if (args.threadblocks < 1)
+  if (args.threadblocksGiven && args.threadblocks < 1)
     throw OptionError(
         fmt::format("--threadblocks {} is out of range; give the threadblocks per device, e.g. 8",
                     args.threadblocks));
@@ -290,10 +291,19 @@ void writeJson(const ReductionArgs& args, const synth::SystemHierarchy& system, 
   writeTextOutput(args.json, json.dump(2) + "\n");
 }
 
-ExitCode runReduction(const ReductionArgs& args) {
-  checkArgs(args);
-  const std::uint64_t bytes = parseSize(args.bytes);
-  const topology::Topology topology = topology::loadTopology(args.topology, args.nodes);
+// The threadblock budget when --threadblocks is not given: the device's engines when the
+// topology limits them (a CPU host: one thread per core per rank), else 8 (GPUs: a collective's
+// usual channels).
+int defaultThreadblocks(const topology::Topology& topology) {
+  return topology.node.device.engines > 0 ? topology.node.device.engines : 8;
+}
+
+ExitCode runReduction(const ReductionArgs& given) {
+  checkArgs(given);
+  const std::uint64_t bytes = parseSize(given.bytes);
+  const topology::Topology topology = topology::loadTopology(given.topology, given.nodes);
+  ReductionArgs args = given;
+  if (!args.threadblocksGiven) args.threadblocks = defaultThreadblocks(topology);
   const synth::SystemHierarchy system = synth::systemHierarchyOf(topology, topology.nodes);
   topology::Fabric fabric(topology);
   const auto start = Clock::now();
@@ -460,12 +470,11 @@ Command addSynthReductionCommand(CLI::App& synth) {
   command->add_option("--bytes", args->bytes, "Bytes per device to reduce (simulated)")
       ->capture_default_str();
   CLI::Option* threadblocks =
-      command
-          ->add_option("--threadblocks", args->threadblocks,
-                       "Threadblocks per device every program may use: each is replicated on "
-                       "as many channels as fit (as NCCL runs any collective on a fixed number "
-                       "of channels)")
-          ->capture_default_str();
+      command->add_option("--threadblocks", args->threadblocks,
+                          "Threadblocks per device every program may use: each is replicated on "
+                          "as many channels as fit, as NCCL runs any collective on a fixed number "
+                          "of channels (default: the device's engines when the topology limits "
+                          "them, as on a CPU host; else 8)");
   CLI::Option* instances =
       command
           ->add_option("--instances", args->instances,
@@ -489,9 +498,10 @@ Command addSynthReductionCommand(CLI::App& synth) {
           ->expected(0, 1)
           ->type_name("[FILE]");
   command->add_flag("--quiet", args->quiet, "No progress line");
-  return [args, json, instances]() {
+  return [args, json, instances, threadblocks]() {
     if (json->count() > 0 && args->json.empty()) args->json = "-";
     args->instancesGiven = instances->count() > 0;
+    args->threadblocksGiven = threadblocks->count() > 0;
     return runReduction(*args);
   };
 }
