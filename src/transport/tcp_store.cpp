@@ -1,5 +1,7 @@
 #include "transport/tcp_store.h"
 
+#include "transport/socket_io.h"
+
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -52,82 +54,6 @@ constexpr std::string_view kLostHint =
 
 enum class Op : std::uint8_t { kHello = 1, kSet = 2, kGet = 3, kAdd = 4, kCheck = 5, kWait = 6 };
 enum class Status : std::uint8_t { kOk = 0, kTimeout = 1, kError = 2 };
-
-// The error value every socket helper returns (nullopt = success); turned into an exception by
-// TcpStore's public calls only.
-struct IoError {
-  std::string syscall;
-  int error = 0;          // errno, or a getaddrinfo code when syscall == "getaddrinfo"
-  bool timedOut = false;  // the deadline passed
-  bool closed = false;    // the peer closed the connection
-};
-using IoStatus = std::optional<IoError>;
-
-std::string describe(const IoError& e) {
-  if (e.closed) return fmt::format("{}: connection closed by peer", e.syscall);
-  if (e.timedOut) return fmt::format("{}: timed out", e.syscall);
-  if (e.syscall == "getaddrinfo") return fmt::format("getaddrinfo: {}", ::gai_strerror(e.error));
-  return fmt::format("{}: {}", e.syscall, std::strerror(e.error));
-}
-
-IoError sysError(std::string syscall) {
-  return IoError{std::move(syscall), errno, false, false};
-}
-
-int millisUntil(Clock::time_point deadline) {
-  if (deadline == Clock::time_point::max()) return -1;
-  auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now()).count();
-  return static_cast<int>(std::clamp<std::int64_t>(left, 0, 1'000'000));
-}
-
-// Waits until `fd` has `events` or the deadline passes.
-IoStatus waitFor(int fd, short events, Clock::time_point deadline, const char* syscall) {
-  while (true) {
-    pollfd entry{fd, events, 0};
-    int timeoutMs = millisUntil(deadline);
-    int ready = ::poll(&entry, 1, timeoutMs);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) return sysError("poll");
-    if (ready > 0) return std::nullopt;
-    if (Clock::now() >= deadline) return IoError{syscall, ETIMEDOUT, true, false};
-  }
-}
-
-IoStatus sendAll(int fd, std::span<const std::uint8_t> data, Clock::time_point deadline) {
-  std::size_t sent = 0;
-  while (sent < data.size()) {
-    ssize_t put = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-    if (put >= 0) {
-      sent += static_cast<std::size_t>(put);
-      continue;
-    }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return sysError("send");
-    if (auto error = waitFor(fd, POLLOUT, deadline, "send")) return error;
-  }
-  return std::nullopt;
-}
-
-IoStatus recvAll(int fd, std::span<std::uint8_t> data, Clock::time_point deadline) {
-  std::size_t got = 0;
-  while (got < data.size()) {
-    ssize_t read = ::recv(fd, data.data() + got, data.size() - got, 0);
-    if (read > 0) {
-      got += static_cast<std::size_t>(read);
-      continue;
-    }
-    if (read == 0) return IoError{"recv", 0, false, true};
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return sysError("recv");
-    if (auto error = waitFor(fd, POLLIN, deadline, "recv")) return error;
-  }
-  return std::nullopt;
-}
-
-void setNoDelay(int fd) {
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
 
 // Appends protocol fields to a byte vector.
 class Writer {
@@ -234,29 +160,6 @@ std::vector<std::uint8_t> frame(const std::vector<std::uint8_t>& payload) {
 
 Clock::time_point deadlineFromMillis(std::int64_t timeoutMs) {
   return deadlineAfter(milliseconds(std::max<std::int64_t>(timeoutMs, 0)));
-}
-
-bool isWildcard(const std::string& host) {
-  return host.empty() || host == "0.0.0.0" || host == "::" || host == "*";
-}
-
-struct AddrInfoDeleter {
-  void operator()(addrinfo* info) const { ::freeaddrinfo(info); }
-};
-using AddrInfoList = std::unique_ptr<addrinfo, AddrInfoDeleter>;
-
-// Resolves host:port for a TCP socket; passive for bind().
-std::variant<AddrInfoList, IoError> resolve(const std::string& host, int port, bool passive) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
-  addrinfo* list = nullptr;
-  auto service = std::to_string(port);
-  int rc = ::getaddrinfo(isWildcard(host) && passive ? nullptr : host.c_str(), service.c_str(),
-                         &hints, &list);
-  if (rc != 0) return IoError{"getaddrinfo", rc, false, false};
-  return AddrInfoList(list);
 }
 
 }  // namespace
