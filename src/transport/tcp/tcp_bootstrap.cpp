@@ -1,0 +1,282 @@
+#include "transport/tcp/tcp_bootstrap.h"
+
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "chorus/error.h"
+#include "transport/tcp/net_interfaces.h"
+#include "transport/tcp/tcp_frame.h"
+
+namespace chorus::transport {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kHelloTimeout(10'000);
+
+std::string readLink(const char* path) {
+  char buffer[128] = {};
+  const ssize_t n = ::readlink(path, buffer, sizeof(buffer) - 1);
+  return n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : std::string();
+}
+
+std::string bootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+std::string hostName() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof(name) - 1) == 0 ? name : "?";
+}
+
+milliseconds left(Clock::time_point deadline) {
+  return std::max(milliseconds(0),
+                  std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
+}
+
+std::string key(const TcpOptions& options, std::string_view what, int rank) {
+  return fmt::format("tcp/{}/{}/{}", options.groupId, what, rank);
+}
+
+struct AddressRecord {
+  std::string address;
+  int port = 0;
+  std::string host;
+  std::string ifname;
+};
+
+// The address `peer` published; throws CommError when malformed.
+AddressRecord peerAddress(Store& store, const TcpOptions& options, int peer,
+                          Clock::time_point deadline) {
+  const std::string record = toString(store.get(key(options, "addr", peer), left(deadline)));
+  char address[128] = {}, host[256] = {}, ifname[64] = {};
+  int port = 0;
+  if (std::sscanf(record.c_str(), "%127s %d %255s %63s", address, &port, host, ifname) != 4 ||
+      port <= 0 || port > 65535)
+    throw CommError(fmt::format(
+        "tcp transport: rank {} published a malformed address '{}'; every rank must run the "
+        "same chorus",
+        peer, record));
+  return {address, port, host, ifname};
+}
+
+// A listening socket on `address` (numeric), port chosen by the kernel.
+SocketFd listenOn(const NetInterface& where, int backlog, int* port) {
+  auto resolved = resolve(where.address, 0, true);
+  if (auto* error = std::get_if<IoError>(&resolved))
+    throw CommError(fmt::format("tcp transport: cannot resolve {} ({}): {}", where.address,
+                                where.name, describe(*error)));
+  const addrinfo* info = std::get<AddrInfoList>(resolved).get();
+  SocketFd fd(::socket(info->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) throw CommError(fmt::format("tcp transport: socket: {}", std::strerror(errno)));
+  int one = 1;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd.get(), info->ai_addr, info->ai_addrlen) != 0 || ::listen(fd.get(), backlog) != 0)
+    throw CommError(fmt::format("tcp transport: cannot listen on {} ({}): {}", where.address,
+                                where.name, std::strerror(errno)));
+  sockaddr_storage bound{};
+  socklen_t length = sizeof(bound);
+  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &length);
+  *port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                      : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  return fd;
+}
+
+// Connects to address:port, retrying refused connections until the deadline.
+SocketFd connectTo(const std::string& address, int port, Clock::time_point deadline,
+                   std::string* lastError) {
+  auto resolved = resolve(address, port, false);
+  if (auto* error = std::get_if<IoError>(&resolved)) {
+    *lastError = describe(*error);
+    return {};
+  }
+  const addrinfo* info = std::get<AddrInfoList>(resolved).get();
+  milliseconds pause(10);
+  while (true) {
+    SocketFd fd(::socket(info->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) {
+      *lastError = describe(sysError("socket"));
+      return {};
+    }
+    setNonBlocking(fd.get());
+    int rc = ::connect(fd.get(), info->ai_addr, info->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      if (auto error = waitFor(fd.get(), POLLOUT, deadline, "connect")) {
+        *lastError = describe(*error);
+        return {};
+      }
+      int soError = 0;
+      socklen_t length = sizeof(soError);
+      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &soError, &length);
+      rc = soError == 0 ? 0 : -1;
+      errno = soError;
+    }
+    if (rc == 0) return fd;
+    *lastError = describe(sysError("connect"));
+    if (Clock::now() + pause >= deadline) return {};
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, milliseconds(500));
+  }
+}
+
+void sendHello(int fd, int rank, const TcpOptions& options, Clock::time_point deadline,
+               const std::string& where) {
+  std::array<std::uint8_t, kFrameHeaderBytes> header{};
+  FrameHeader hello;
+  hello.kind = FrameKind::hello;
+  hello.count = static_cast<std::uint32_t>(rank);
+  hello.tag = groupTag(options.groupId);
+  hello.bytes = static_cast<std::uint32_t>(options.authToken.size());
+  encodeFrameHeader(hello, header);
+  std::vector<std::uint8_t> bytes(header.begin(), header.end());
+  bytes.insert(bytes.end(), options.authToken.begin(), options.authToken.end());
+  if (auto error = sendAll(fd, bytes, deadline))
+    throw CommError(fmt::format("tcp transport: rank {} could not greet {}: {}", rank, where,
+                                describe(*error)));
+}
+
+bool sameToken(const std::string& a, const std::vector<std::uint8_t>& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;  // constant time over the length
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i]) ^ b[i];
+  return diff == 0;
+}
+
+// Reads and checks a hello on a fresh connection; the sender's rank, or -1 with `why` set.
+int readHello(int fd, int rank, int nranks, const TcpOptions& options, Clock::time_point deadline,
+              std::string* why) {
+  std::array<std::uint8_t, kFrameHeaderBytes> header{};
+  const auto helloDeadline = std::min(deadline, Clock::now() + kHelloTimeout);
+  if (auto error = recvAll(fd, header, helloDeadline)) {
+    *why = "no hello (" + describe(*error) + ")";
+    return -1;
+  }
+  FrameHeader hello;
+  const std::string problem = decodeFrameHeader(header, options.fifo.slotBytes, &hello);
+  if (!problem.empty()) {
+    *why = problem;
+    return -1;
+  }
+  if (hello.kind != FrameKind::hello) {
+    *why = fmt::format("first frame is {}, not hello",
+                       frameKindName(static_cast<std::uint8_t>(hello.kind)));
+    return -1;
+  }
+  std::vector<std::uint8_t> token(hello.bytes);
+  if (auto error = recvAll(fd, token, helloDeadline)) {
+    *why = "truncated hello (" + describe(*error) + ")";
+    return -1;
+  }
+  if (hello.tag != groupTag(options.groupId)) {
+    *why = "hello from another communicator or job (group id differs)";
+    return -1;
+  }
+  if (!sameToken(options.authToken, token)) {
+    *why = "wrong or missing CHORUS_AUTH_TOKEN";
+    return -1;
+  }
+  const int from = static_cast<int>(hello.count);
+  if (from <= rank || from >= nranks) {
+    *why =
+        fmt::format("hello claims rank {}, which does not connect to rank {}", hello.count, rank);
+    return -1;
+  }
+  return from;
+}
+
+}  // namespace
+
+std::string networkNamespaceId() {
+  return bootId() + "/" + readLink("/proc/self/ns/net");
+}
+
+std::uint64_t groupTag(const std::string& groupId) {
+  std::uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : groupId) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
+                                           const TcpOptions& options) {
+  const auto deadline = deadlineAfter(options.timeout);
+  const std::string here = networkNamespaceId();
+  store.set(key(options, "netns", rank), toBytes(here));
+  bool remote = false;
+  for (int r = 0; r < nranks; ++r)
+    remote = remote || toString(store.get(key(options, "netns", r), left(deadline))) != here;
+
+  const NetInterface chosen = chooseInterface(listInterfaces(), options.ifname, remote);
+  int port = 0;
+  SocketFd listener = listenOn(chosen, std::max(nranks, 16), &port);
+  const std::string self =
+      fmt::format("{} {} {} {}", chosen.address, port, hostName(), chosen.name);
+  store.set(key(options, "addr", rank), toBytes(self));
+
+  std::vector<TcpPeerLink> links(static_cast<std::size_t>(nranks));
+  for (int peer = 0; peer < rank; ++peer) {
+    const AddressRecord a = peerAddress(store, options, peer, deadline);
+    TcpPeerLink& link = links[static_cast<std::size_t>(peer)];
+    link.where =
+        fmt::format("rank {} on {} ({}:{} via {})", peer, a.host, a.address, a.port, a.ifname);
+    std::string error;
+    link.fd = connectTo(a.address, a.port, deadline, &error);
+    if (!link.fd)
+      throw CommError(fmt::format(
+          "tcp transport: rank {} cannot reach {}: {}; check that the hosts can reach each other "
+          "on that address, or choose another interface with CHORUS_SOCKET_IFNAME (rank {} "
+          "listens on {} {})",
+          rank, link.where, error, rank, chosen.name, chosen.address));
+    sendHello(link.fd.get(), rank, options, deadline, link.where);
+  }
+
+  int missing = nranks - 1 - rank;
+  std::vector<std::string> refused;
+  setNonBlocking(listener.get());
+  while (missing > 0) {
+    if (auto error = waitFor(listener.get(), POLLIN, deadline, "accept")) {
+      std::vector<int> absent;
+      for (int r = rank + 1; r < nranks; ++r)
+        if (!links[static_cast<std::size_t>(r)].fd) absent.push_back(r);
+      throw TimeoutError(
+          fmt::format("tcp transport: rank {} waited {} ms for ranks {} to connect to {}:{}{}{}",
+                      rank, options.timeout.count(), fmt::join(absent, ", "), chosen.address, port,
+                      refused.empty() ? "" : "; refused connections: ", fmt::join(refused, "; ")));
+    }
+    sockaddr_storage from{};
+    socklen_t length = sizeof(from);
+    SocketFd fd(
+        ::accept4(listener.get(), reinterpret_cast<sockaddr*>(&from), &length, SOCK_CLOEXEC));
+    if (!fd) continue;
+    std::string why;
+    const int peer = readHello(fd.get(), rank, nranks, options, deadline, &why);
+    if (peer < 0 || links[static_cast<std::size_t>(peer)].fd) {
+      refused.push_back(why.empty() ? fmt::format("a second connection claiming rank {}", peer)
+                                    : why);
+      continue;
+    }
+    const AddressRecord a = peerAddress(store, options, peer, deadline);
+    links[static_cast<std::size_t>(peer)] = {
+        std::move(fd), fmt::format("rank {} on {} ({})", peer, a.host, a.address)};
+    --missing;
+  }
+  return links;
+}
+
+}  // namespace chorus::transport

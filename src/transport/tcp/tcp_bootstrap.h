@@ -1,0 +1,31 @@
+// Set-up of the TCP transport's connections through the store (tcp_transport.h's connectTcp):
+// choose and listen on an address, publish it, connect to lower ranks, accept higher ones and
+// check every connection's hello.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "transport/socket_io.h"
+#include "transport/store.h"
+#include "transport/tcp/tcp_transport.h"
+
+namespace chorus::transport {
+
+// Where ranks can reach each other over loopback: the same kernel and network namespace.
+std::string networkNamespaceId();
+
+struct TcpPeerLink {
+  SocketFd fd;        // -1 for this rank itself
+  std::string where;  // "host 10.0.0.2:40123", for messages
+};
+
+// Collective. Returns one connected, blocking socket per rank (this rank's entry empty).
+std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
+                                           const TcpOptions& options);
+
+// The hello's tag for a group id (FNV-1a 64).
+std::uint64_t groupTag(const std::string& groupId);
+
+}  // namespace chorus::transport

@@ -1,0 +1,547 @@
+// The TCP transport's ConnectionSet (tcp_transport.h): per-peer sockets driven by one
+// progress thread. Algorithm of the progress loop (one iteration):
+//   1. Announce sleep (sleeping_ = true, full fence), then gather: every send FIFO's newly
+//      committed slots become data frames, every receive FIFO's released slots a credit
+//      frame, and queued control frames (call, abort) move to their peers.
+//   2. Write each peer's queue with sendmsg until the socket would block.
+//   3. poll() the sockets and an eventfd: without delay when step 1 found work, else up to
+//      100 ms. Producers (commitSend, releaseRecv, abort, publishCall) write the eventfd only
+//      when the thread announced sleep, so a busy thread costs them no syscall.
+//   4. Read every readable socket: a header, then its payload, straight into the receive
+//      FIFO's slot for data frames.
+// A peer that closes without a bye, resets, overruns its credits or sends a malformed frame
+// fails the group on this rank (abortReason()).
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "chorus/error.h"
+#include "support/error.h"
+#include "transport/tcp/tcp_bootstrap.h"
+#include "transport/tcp/tcp_fifo.h"
+#include "transport/tcp/tcp_frame.h"
+#include "transport/tcp/tcp_transport.h"
+
+namespace chorus::transport {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kIdlePollMs = 100;
+constexpr std::size_t kMaxCall = 200;
+constexpr std::size_t kMaxReason = 4096;
+constexpr auto kByeFlushLimit = std::chrono::seconds(5);
+
+std::size_t ix(int i) {
+  return static_cast<std::size_t>(i);
+}
+
+// One frame waiting to be written: its header and payload (borrowed from a send slot, or
+// owned for control frames).
+struct Outgoing {
+  std::array<std::uint8_t, kFrameHeaderBytes> header{};
+  const std::uint8_t* payload = nullptr;
+  std::size_t payloadBytes = 0;
+  std::vector<std::uint8_t> owned;
+  std::size_t written = 0;
+  std::size_t total() const { return kFrameHeaderBytes + payloadBytes; }
+};
+
+Outgoing makeFrame(FrameKind kind, std::uint32_t channel, std::uint32_t count, std::uint64_t tag,
+                   std::string_view text = {}) {
+  Outgoing out;
+  out.owned.assign(text.begin(), text.end());
+  out.payload = out.owned.data();
+  out.payloadBytes = out.owned.size();
+  FrameHeader header;
+  header.kind = kind;
+  header.channel = channel;
+  header.bytes = static_cast<std::uint32_t>(out.payloadBytes);
+  header.count = count;
+  header.tag = tag;
+  encodeFrameHeader(header, out.header);
+  return out;
+}
+
+// Where a peer's incoming byte stream is: inside a header, or inside a payload.
+struct Incoming {
+  std::array<std::uint8_t, kFrameHeaderBytes> header{};
+  std::size_t headerBytes = 0;
+  bool inPayload = false;
+  FrameHeader frame;
+  std::uint8_t* target = nullptr;  // the receive slot, or scratch
+  std::vector<std::uint8_t> scratch;
+  std::size_t payloadBytes = 0;
+  TcpRecvFifo* fifo = nullptr;  // data frames
+};
+
+struct Peer {
+  SocketFd fd;
+  std::string where;
+  std::deque<Outgoing> out;  // progress thread only
+  Incoming in;               // progress thread only
+  bool departed = false;     // sent bye (progress thread only)
+  bool closed = false;       // socket done with (progress thread only)
+  // By channel; guarded by TcpConnections::fifoMutex_.
+  std::vector<std::unique_ptr<TcpSendFifo>> send;
+  std::vector<std::unique_ptr<TcpRecvFifo>> recv;
+};
+
+class TcpConnections final : public ConnectionSet {
+ public:
+  TcpConnections(int rank, int nranks, const TcpOptions& options, std::vector<TcpPeerLink> links)
+      : rank_(rank),
+        nranks_(nranks),
+        fifo_(options.fifo),
+        peers_(ix(nranks)),
+        peerCalls_(ix(nranks)) {
+    for (int r = 0; r < nranks; ++r) {
+      if (r == rank) continue;
+      Peer& peer = peers_[ix(r)];
+      peer.fd = std::move(links[ix(r)].fd);
+      peer.where = std::move(links[ix(r)].where);
+      setNonBlocking(peer.fd.get());
+      setNoDelay(peer.fd.get());
+    }
+    wakeFd_ = SocketFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (!wakeFd_) throw CommError(fmt::format("tcp transport: eventfd: {}", std::strerror(errno)));
+    progress_ = std::thread([this] { progressLoop(); });
+  }
+
+  ~TcpConnections() override {
+    stopping_.store(true, std::memory_order_release);
+    wake(/*always=*/true);
+    progress_.join();
+  }
+
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+
+  Fifo& sendFifo(int peer, int channel) override {
+    checkPeer(peer, channel);
+    std::lock_guard lock(fifoMutex_);
+    auto& byChannel = peers_[ix(peer)].send;
+    if (ix(channel) >= byChannel.size()) byChannel.resize(ix(channel) + 1);
+    if (!byChannel[ix(channel)]) {
+      byChannel[ix(channel)] = std::make_unique<TcpSendFifo>(fifo_, [this] { wake(false); });
+      sends_.push_back({peer, channel, byChannel[ix(channel)].get()});
+      fifoGeneration_.fetch_add(1, std::memory_order_release);
+    }
+    return *byChannel[ix(channel)];
+  }
+
+  Fifo& recvFifo(int peer, int channel) override {
+    checkPeer(peer, channel);
+    std::lock_guard lock(fifoMutex_);
+    return recvFifoLocked(peer, channel);
+  }
+
+  void abort(const std::string& reason) override {
+    if (!fail(reason)) return;
+    std::lock_guard lock(controlMutex_);
+    for (int r = 0; r < nranks_; ++r)
+      if (r != rank_)
+        control_.push_back({r, makeFrame(FrameKind::abort, 0, 0, 0,
+                                         std::string_view(reason).substr(0, kMaxReason))});
+    wake(true);
+  }
+
+  std::string abortReason() const override {
+    if (!failed_.load(std::memory_order_acquire)) return {};
+    std::lock_guard lock(failureMutex_);
+    return failure_;
+  }
+
+  void publishCall(std::string_view description) override {
+    std::lock_guard lock(controlMutex_);
+    for (int r = 0; r < nranks_; ++r)
+      if (r != rank_)
+        control_.push_back(
+            {r, makeFrame(FrameKind::call, 0, 0, 0, description.substr(0, kMaxCall))});
+    wake(true);
+  }
+
+  std::string peerCall(int peer) const override {
+    checkPeer(peer, 0);
+    std::lock_guard lock(failureMutex_);
+    return peerCalls_[ix(peer)];
+  }
+
+ private:
+  struct SendEntry {
+    int peer;
+    int channel;
+    TcpSendFifo* fifo;
+  };
+  struct RecvEntry {
+    int peer;
+    int channel;
+    TcpRecvFifo* fifo;
+  };
+
+  void checkPeer(int peer, int channel) const {
+    if (peer < 0 || peer >= nranks_ || peer == rank_)
+      throw CommError(fmt::format("rank {}: peer {} is not another rank of this {}-rank group",
+                                  rank_, peer, nranks_));
+    if (channel < 0 || static_cast<std::uint32_t>(channel) >= kMaxTcpChannel)
+      throw CommError(fmt::format("rank {}: channel {} to rank {} is out of range (0..{})", rank_,
+                                  channel, peer, kMaxTcpChannel - 1));
+  }
+
+  TcpRecvFifo& recvFifoLocked(int peer, int channel) {
+    auto& byChannel = peers_[ix(peer)].recv;
+    if (ix(channel) >= byChannel.size()) byChannel.resize(ix(channel) + 1);
+    if (!byChannel[ix(channel)]) {
+      byChannel[ix(channel)] = std::make_unique<TcpRecvFifo>(fifo_, [this] { wake(false); });
+      recvs_.push_back({peer, channel, byChannel[ix(channel)].get()});
+      fifoGeneration_.fetch_add(1, std::memory_order_release);
+    }
+    return *byChannel[ix(channel)];
+  }
+
+  // Records the group's first failure; false if one was recorded already.
+  bool fail(const std::string& reason) {
+    std::lock_guard lock(failureMutex_);
+    if (failed_.load(std::memory_order_relaxed)) return false;
+    failure_ = reason;
+    failed_.store(true, std::memory_order_release);
+    return true;
+  }
+
+  void wake(bool always) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (sleeping_.exchange(false) || always) {
+      const std::uint64_t one = 1;
+      [[maybe_unused]] const ssize_t n = ::write(wakeFd_.get(), &one, sizeof(one));
+    }
+  }
+
+  // ---- progress thread ----------------------------------------------------------------------
+
+  void progressLoop() {
+    try {
+      std::vector<pollfd> polls;
+      while (true) {
+        sleeping_.store(true);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        const bool stopping = stopping_.load(std::memory_order_acquire);
+        bool busy = gather();
+        if (stopping) {
+          sayGoodbye();
+          return;
+        }
+        for (int r = 0; r < nranks_; ++r)
+          if (r != rank_) busy = writeSome(r) || busy;
+        polls.assign(1, pollfd{wakeFd_.get(), POLLIN, 0});
+        for (int r = 0; r < nranks_; ++r) {
+          const Peer& peer = peers_[ix(r)];
+          if (r == rank_ || peer.closed) continue;
+          polls.push_back(
+              {peer.fd.get(), static_cast<short>(POLLIN | (peer.out.empty() ? 0 : POLLOUT)), 0});
+        }
+        int ready = ::poll(polls.data(), polls.size(), busy ? 0 : kIdlePollMs);
+        sleeping_.store(false);
+        if (ready < 0 && errno != EINTR)
+          throw CommError(fmt::format("tcp transport: poll: {}", std::strerror(errno)));
+        if (ready <= 0) continue;
+        if (polls[0].revents != 0) {
+          std::uint64_t count = 0;
+          [[maybe_unused]] const ssize_t n = ::read(wakeFd_.get(), &count, sizeof(count));
+        }
+        for (std::size_t i = 1; i < polls.size(); ++i) {
+          if (polls[i].revents == 0) continue;
+          const int r = peerOfFd(polls[i].fd);
+          if (polls[i].revents & (POLLIN | POLLHUP | POLLERR)) readSome(r);
+          if (polls[i].revents & POLLOUT) writeSome(r);
+        }
+      }
+    } catch (const std::exception& e) {
+      fail(fmt::format("rank {}: tcp transport progress thread failed: {}", rank_, e.what()));
+    }
+  }
+
+  int peerOfFd(int fd) const {
+    for (int r = 0; r < nranks_; ++r)
+      if (r != rank_ && peers_[ix(r)].fd.get() == fd) return r;
+    CHORUS_INTERNAL_ASSERT(false, "poll returned an unknown socket");
+    return -1;
+  }
+
+  // Step 1. True if it queued anything.
+  bool gather() {
+    if (fifoGeneration_.load(std::memory_order_acquire) != seenGeneration_) {
+      std::lock_guard lock(fifoMutex_);
+      seenGeneration_ = fifoGeneration_.load(std::memory_order_relaxed);
+      sendSnapshot_ = sends_;
+      recvSnapshot_ = recvs_;
+    }
+    bool queued = false;
+    for (const SendEntry& e : sendSnapshot_) {
+      const std::uint8_t* data = nullptr;
+      std::size_t bytes = 0;
+      std::uint64_t tag = 0;
+      while (e.fifo->nextToSend(&data, &bytes, &tag)) {
+        Outgoing out;
+        out.payload = data;
+        out.payloadBytes = bytes;
+        FrameHeader header;
+        header.kind = FrameKind::data;
+        header.channel = static_cast<std::uint32_t>(e.channel);
+        header.bytes = static_cast<std::uint32_t>(bytes);
+        header.tag = tag;
+        encodeFrameHeader(header, out.header);
+        peers_[ix(e.peer)].out.push_back(std::move(out));
+        queued = true;
+      }
+    }
+    for (const RecvEntry& e : recvSnapshot_) {
+      const std::uint64_t credits = e.fifo->takeCredits();
+      if (credits == 0) continue;
+      peers_[ix(e.peer)].out.push_back(makeFrame(FrameKind::credit,
+                                                 static_cast<std::uint32_t>(e.channel),
+                                                 static_cast<std::uint32_t>(credits), 0));
+      queued = true;
+    }
+    std::lock_guard lock(controlMutex_);
+    for (auto& [peer, frame] : control_) {
+      peers_[ix(peer)].out.push_back(std::move(frame));
+      queued = true;
+    }
+    control_.clear();
+    return queued;
+  }
+
+  // Step 2 for one peer. True if it wrote anything.
+  bool writeSome(int r) {
+    Peer& peer = peers_[ix(r)];
+    bool wrote = false;
+    while (!peer.out.empty() && !peer.closed) {
+      std::array<iovec, 64> iov{};
+      std::size_t n = 0;
+      for (auto it = peer.out.begin(); it != peer.out.end() && n + 2 <= iov.size(); ++it) {
+        std::size_t skip = it->written;
+        if (skip < kFrameHeaderBytes)
+          iov[n++] = {it->header.data() + skip, kFrameHeaderBytes - skip};
+        skip = skip > kFrameHeaderBytes ? skip - kFrameHeaderBytes : 0;
+        if (it->payloadBytes > skip)
+          iov[n++] = {const_cast<std::uint8_t*>(it->payload) + skip, it->payloadBytes - skip};
+      }
+      msghdr message{};
+      message.msg_iov = iov.data();
+      message.msg_iovlen = n;
+      const ssize_t put = ::sendmsg(peer.fd.get(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (put < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        lost(r, describe(sysError("send")));
+        break;
+      }
+      wrote = true;
+      std::size_t done = static_cast<std::size_t>(put);
+      while (done > 0) {
+        Outgoing& front = peer.out.front();
+        const std::size_t take = std::min(done, front.total() - front.written);
+        front.written += take;
+        done -= take;
+        if (front.written == front.total()) peer.out.pop_front();
+      }
+    }
+    return wrote;
+  }
+
+  // Step 4 for one peer.
+  void readSome(int r) {
+    Peer& peer = peers_[ix(r)];
+    Incoming& in = peer.in;
+    while (!peer.closed) {
+      std::uint8_t* at = nullptr;
+      std::size_t want = 0;
+      if (!in.inPayload) {
+        at = in.header.data() + in.headerBytes;
+        want = kFrameHeaderBytes - in.headerBytes;
+      } else {
+        at = in.target + in.payloadBytes;
+        want = in.frame.bytes - in.payloadBytes;
+      }
+      const ssize_t got = ::recv(peer.fd.get(), at, want, MSG_DONTWAIT);
+      if (got == 0) {
+        if (peer.departed) {
+          peer.closed = true;
+          return;
+        }
+        lost(r,
+             "it closed the connection before the group finished: it exited, crashed or was "
+             "killed; see that rank's own error");
+        return;
+      }
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        lost(r, describe(sysError("recv")));
+        return;
+      }
+      if (!in.inPayload) {
+        in.headerBytes += static_cast<std::size_t>(got);
+        if (in.headerBytes == kFrameHeaderBytes) startFrame(r);
+      } else {
+        in.payloadBytes += static_cast<std::size_t>(got);
+      }
+      if (in.inPayload && in.payloadBytes == in.frame.bytes) finishFrame(r);
+    }
+  }
+
+  void startFrame(int r) {
+    Peer& peer = peers_[ix(r)];
+    Incoming& in = peer.in;
+    const std::string problem = decodeFrameHeader(in.header, fifo_.slotBytes, &in.frame);
+    if (!problem.empty()) return protocolError(r, problem);
+    in.inPayload = true;
+    in.payloadBytes = 0;
+    if (in.frame.kind == FrameKind::data) {
+      {
+        std::lock_guard lock(fifoMutex_);
+        in.fifo = &recvFifoLocked(r, static_cast<int>(in.frame.channel));
+      }
+      in.target = in.fifo->arrivalSlot();
+      if (in.target == nullptr)
+        return protocolError(r, fmt::format("it sent more than {} unreleased slots on channel {}",
+                                            fifo_.slots, in.frame.channel));
+    } else {
+      in.scratch.resize(in.frame.bytes);
+      in.target = in.scratch.data();
+    }
+    if (in.frame.bytes == 0) finishFrame(r);
+  }
+
+  void finishFrame(int r) {
+    Peer& peer = peers_[ix(r)];
+    Incoming& in = peer.in;
+    in.inPayload = false;
+    in.headerBytes = 0;
+    const std::string text(in.scratch.begin(), in.scratch.end());
+    switch (in.frame.kind) {
+      case FrameKind::data:
+        in.fifo->commitArrival(in.frame.bytes, in.frame.tag);
+        break;
+      case FrameKind::credit: {
+        TcpSendFifo* fifo = nullptr;
+        {
+          std::lock_guard lock(fifoMutex_);
+          const auto& byChannel = peer.send;
+          if (in.frame.channel < byChannel.size()) fifo = byChannel[in.frame.channel].get();
+        }
+        if (fifo == nullptr || in.frame.count > fifo->outstanding())
+          return protocolError(r, fmt::format("it returned {} credits on channel {} for slots "
+                                              "never sent",
+                                              in.frame.count, in.frame.channel));
+        fifo->addCredits(in.frame.count);
+        break;
+      }
+      case FrameKind::call: {
+        std::lock_guard lock(failureMutex_);
+        peerCalls_[ix(r)] = text;
+        break;
+      }
+      case FrameKind::abort:
+        fail(text);
+        break;
+      case FrameKind::bye:
+        peer.departed = true;
+        break;
+      case FrameKind::hello:
+        return protocolError(r, "a second hello");
+    }
+  }
+
+  void protocolError(int r, const std::string& problem) {
+    lost(r, "it sent a malformed frame: " + problem);
+  }
+
+  // A peer's connection failed: the group fails on this rank (unless the peer left cleanly).
+  void lost(int r, const std::string& why) {
+    Peer& peer = peers_[ix(r)];
+    peer.closed = true;
+    peer.out.clear();
+    if (peer.departed) return;
+    fail(fmt::format("tcp transport: rank {} lost {}: {}", rank_, peer.where, why));
+  }
+
+  // Flushes everything queued, then a bye to every peer (bounded by kByeFlushLimit).
+  void sayGoodbye() {
+    for (int r = 0; r < nranks_; ++r)
+      if (r != rank_ && !peers_[ix(r)].closed)
+        peers_[ix(r)].out.push_back(makeFrame(FrameKind::bye, 0, 0, 0));
+    const auto deadline = Clock::now() + kByeFlushLimit;
+    while (Clock::now() < deadline) {
+      bool pending = false;
+      std::vector<pollfd> polls;
+      for (int r = 0; r < nranks_; ++r) {
+        if (r == rank_) continue;
+        writeSome(r);
+        Peer& peer = peers_[ix(r)];
+        if (!peer.closed && !peer.out.empty()) {
+          pending = true;
+          polls.push_back({peer.fd.get(), POLLOUT, 0});
+        }
+      }
+      if (!pending) break;
+      ::poll(polls.data(), polls.size(), 10);
+    }
+    for (int r = 0; r < nranks_; ++r)
+      if (r != rank_ && peers_[ix(r)].fd) ::shutdown(peers_[ix(r)].fd.get(), SHUT_WR);
+  }
+
+  int rank_;
+  int nranks_;
+  FifoOptions fifo_;
+  std::vector<Peer> peers_;
+
+  mutable std::mutex fifoMutex_;
+  std::vector<SendEntry> sends_;
+  std::vector<RecvEntry> recvs_;
+  std::atomic<std::uint64_t> fifoGeneration_{0};
+  std::uint64_t seenGeneration_ = ~0ull;  // progress thread
+  std::vector<SendEntry> sendSnapshot_;   // progress thread
+  std::vector<RecvEntry> recvSnapshot_;   // progress thread
+
+  std::mutex controlMutex_;
+  std::vector<std::pair<int, Outgoing>> control_;
+
+  mutable std::mutex failureMutex_;
+  std::atomic<bool> failed_{false};
+  std::string failure_;
+  std::vector<std::string> peerCalls_;
+
+  SocketFd wakeFd_;
+  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> stopping_{false};
+  std::thread progress_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConnectionSet> connectTcp(Store& store, int rank, int nranks,
+                                          const TcpOptions& options) {
+  if (nranks < 1 || rank < 0 || rank >= nranks)
+    throw OptionError(
+        fmt::format("tcp transport: rank {} is not a rank of a {}-rank group", rank, nranks));
+  if (options.groupId.empty())
+    throw OptionError("tcp transport: TcpOptions::groupId must name the communicator");
+  std::vector<TcpPeerLink> links = establishTcpLinks(store, rank, nranks, options);
+  return std::make_unique<TcpConnections>(rank, nranks, options, std::move(links));
+}
+
+}  // namespace chorus::transport

@@ -1,0 +1,81 @@
+#include "transport/tcp/tcp_fifo.h"
+
+#include <utility>
+
+#include "support/error.h"
+
+namespace chorus::transport {
+
+TcpSendFifo::TcpSendFifo(const FifoOptions& options, std::function<void()> wake)
+    : slots_(static_cast<std::uint64_t>(options.slots)),
+      slotBytes_(options.slotBytes),
+      buffer_(static_cast<std::size_t>(options.slots) * options.slotBytes),
+      meta_(static_cast<std::size_t>(options.slots)),
+      wake_(std::move(wake)) {}
+
+std::uint8_t* TcpSendFifo::trySendSlot() {
+  const std::uint64_t committed = committed_.load(std::memory_order_relaxed);
+  if (committed - credited_.load(std::memory_order_acquire) >= slots_) return nullptr;
+  return buffer_.data() + (committed % slots_) * slotBytes_;
+}
+
+void TcpSendFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
+  const std::uint64_t committed = committed_.load(std::memory_order_relaxed);
+  CHORUS_INTERNAL_ASSERT(bytes <= slotBytes_, "a message larger than its slot");
+  meta_[committed % slots_] = {bytes, tag};
+  committed_.store(committed + 1, std::memory_order_release);
+  wake_();
+}
+
+bool TcpSendFifo::nextToSend(const std::uint8_t** data, std::size_t* bytes, std::uint64_t* tag) {
+  if (queued_ == committed_.load(std::memory_order_acquire)) return false;
+  const std::uint64_t index = queued_ % slots_;
+  *data = buffer_.data() + index * slotBytes_;
+  *bytes = meta_[index].bytes;
+  *tag = meta_[index].tag;
+  ++queued_;
+  return true;
+}
+
+TcpRecvFifo::TcpRecvFifo(const FifoOptions& options, std::function<void()> wake)
+    : slots_(static_cast<std::uint64_t>(options.slots)),
+      slotBytes_(options.slotBytes),
+      buffer_(static_cast<std::size_t>(options.slots) * options.slotBytes),
+      meta_(static_cast<std::size_t>(options.slots)),
+      wake_(std::move(wake)) {}
+
+bool TcpRecvFifo::tryRecvSlot(RecvSlot* slot) {
+  const std::uint64_t released = released_.load(std::memory_order_relaxed);
+  if (released == arrived_.load(std::memory_order_acquire)) return false;
+  const std::uint64_t index = released % slots_;
+  slot->data = buffer_.data() + index * slotBytes_;
+  slot->bytes = meta_[index].bytes;
+  slot->tag = meta_[index].tag;
+  return true;
+}
+
+void TcpRecvFifo::releaseRecv() {
+  released_.fetch_add(1, std::memory_order_release);
+  wake_();
+}
+
+std::uint8_t* TcpRecvFifo::arrivalSlot() {
+  const std::uint64_t arrived = arrived_.load(std::memory_order_relaxed);
+  if (arrived - released_.load(std::memory_order_acquire) >= slots_) return nullptr;
+  return buffer_.data() + (arrived % slots_) * slotBytes_;
+}
+
+void TcpRecvFifo::commitArrival(std::size_t bytes, std::uint64_t tag) {
+  const std::uint64_t arrived = arrived_.load(std::memory_order_relaxed);
+  meta_[arrived % slots_] = {bytes, tag};
+  arrived_.store(arrived + 1, std::memory_order_release);
+}
+
+std::uint64_t TcpRecvFifo::takeCredits() {
+  const std::uint64_t released = released_.load(std::memory_order_acquire);
+  const std::uint64_t credits = released - credited_;
+  credited_ = released;
+  return credits;
+}
+
+}  // namespace chorus::transport

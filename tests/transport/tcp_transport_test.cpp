@@ -1,0 +1,284 @@
+// The TCP transport over loopback (transport/tcp/tcp_transport.h): FIFO order, sizes and tags
+// on several channels with more messages than slots (credits), a ring AllReduce with exact
+// results, abort and published calls, clean leaving versus a peer that dies, and a rendezvous
+// that refuses garbage, other groups and wrong tokens.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "chorus/error.h"
+#include "runtime/interpreter.h"
+#include "runtime/run_check.h"
+#include "transport/file_store.h"
+#include "transport/in_memory_store.h"
+#include "transport/socket_io.h"
+#include "transport/tcp/tcp_bootstrap.h"
+#include "transport/tcp/tcp_transport.h"
+
+namespace chorus::transport {
+namespace {
+
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+TcpOptions smallOptions(const std::string& group) {
+  TcpOptions options;
+  options.groupId = group;
+  options.fifo.slots = 4;
+  options.fifo.slotBytes = 4096;
+  options.timeout = 20s;
+  return options;
+}
+
+// Runs body(rank, connections) on `n` threads, each with its own TCP view of one group.
+void onRanks(int n, const TcpOptions& options,
+             const std::function<void(int, ConnectionSet&)>& body) {
+  auto store = std::make_shared<InMemoryStore>();
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        auto connections = connectTcp(*store, r, n, options);
+        body(r, *connections);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : threads)
+    t.join();
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+}
+
+template <typename F>
+void spinUntil(F done, const char* what) {
+  const auto deadline = Clock::now() + 20s;
+  while (!done()) {
+    if (Clock::now() > deadline) throw std::runtime_error(std::string("timed out: ") + what);
+    std::this_thread::yield();
+  }
+}
+
+TEST(TcpTransport, FifosKeepOrderSizesAndTagsOnEveryChannel) {
+  constexpr int kMessages = 50;  // far more than the 4 slots: credits must flow back
+  onRanks(2, smallOptions("fifo"), [](int rank, ConnectionSet& c) {
+    for (int channel : {0, 5}) {
+      if (rank == 0) {
+        Fifo& f = c.sendFifo(1, channel);
+        for (int m = 0; m < kMessages; ++m) {
+          std::uint8_t* slot = nullptr;
+          spinUntil([&] { return (slot = f.trySendSlot()) != nullptr; }, "a free slot");
+          const std::size_t bytes = static_cast<std::size_t>(m * 77 % 4097);
+          for (std::size_t i = 0; i < bytes; ++i)
+            slot[i] = static_cast<std::uint8_t>(m + i + channel);
+          f.commitSend(bytes, 1000 + m);
+        }
+      } else {
+        Fifo& f = c.recvFifo(0, channel);
+        for (int m = 0; m < kMessages; ++m) {
+          RecvSlot slot;
+          spinUntil([&] { return f.tryRecvSlot(&slot); }, "a message");
+          ASSERT_EQ(slot.bytes, static_cast<std::size_t>(m * 77 % 4097));
+          ASSERT_EQ(slot.tag, static_cast<std::uint64_t>(1000 + m));
+          for (std::size_t i = 0; i < slot.bytes; ++i)
+            ASSERT_EQ(slot.data[i], static_cast<std::uint8_t>(m + i + channel));
+          f.releaseRecv();
+        }
+      }
+    }
+  });
+}
+
+TEST(TcpTransport, RingAllReduceIsExact) {
+  constexpr int kRanks = 3;
+  algorithms::BuildRequest request;
+  request.algorithm = "allreduce.ring";
+  request.ranks = kRanks;
+  const ir::Algorithm ring = algorithms::compileAlgorithm(request).algorithm;
+  onRanks(kRanks, smallOptions("ring"), [&](int rank, ConnectionSet& c) {
+    runtime::RunOptions options;
+    options.count = 100'000;  // many slots of 4 KiB per connection
+    options.type = DataType::int32;
+    runtime::RankBuffers buffers(ring, rank, options);
+    for (int call = 0; call < 3; ++call) {
+      buffers.reset();
+      const auto id = runtime::identifyCall(ring, options, call);
+      c.publishCall(id.description);
+      runtime::ExecOptions exec;
+      exec.callTag = id.tag;
+      exec.timeout = 20s;
+      runtime::executeRank(
+          ring, rank, {buffers.input(), buffers.output(), options.count, options.type, options.op},
+          c, exec);
+      runtime::RunReport report;
+      runtime::checkRankOutput(ring, rank, options, buffers.output(), &report);
+      EXPECT_TRUE(report.ok()) << report.firstWrong;
+      EXPECT_EQ(report.checkedElements, options.count);
+    }
+  });
+}
+
+TEST(TcpTransport, AbortAndCallsReachThePeers) {
+  std::atomic<int> stage{0};
+  onRanks(3, smallOptions("abort"), [&](int rank, ConnectionSet& c) {
+    if (rank == 0) {
+      c.publishCall("allreduce #7 (count 12 float32 sum)");
+      c.abort("rank 0 found a bug");
+    }
+    spinUntil([&] { return !c.abortReason().empty(); }, "the abort");
+    EXPECT_EQ(c.abortReason(), "rank 0 found a bug");
+    if (rank != 0) {
+      spinUntil([&] { return !c.peerCall(0).empty(); }, "rank 0's call");
+      EXPECT_EQ(c.peerCall(0), "allreduce #7 (count 12 float32 sum)");
+    }
+    stage.fetch_add(1);
+    spinUntil([&] { return stage.load() == 3; }, "every rank");
+  });
+}
+
+TEST(TcpTransport, PeerThatLeavesCleanlyIsNotAFailure) {
+  std::atomic<bool> left{false};
+  onRanks(2, smallOptions("leave"), [&](int rank, ConnectionSet& c) {
+    if (rank == 1) return;  // destroys its view: a bye
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(c.abortReason(), "");
+    left = true;
+  });
+  EXPECT_TRUE(left);
+}
+
+TEST(TcpTransport, PeerProcessThatDiesFailsTheGroupNamingIt) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("chorus-tcp-die-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const TcpOptions options = smallOptions("die");
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    try {
+      FileStore store(dir.string());
+      auto connections = connectTcp(store, 1, 2, options);
+      ::_exit(0);  // dies without leaving
+    } catch (...) {
+      ::_exit(1);
+    }
+  }
+  FileStore store(dir.string());
+  auto connections = connectTcp(store, 0, 2, options);
+  spinUntil([&] { return !connections->abortReason().empty(); }, "the peer's death");
+  EXPECT_THAT(connections->abortReason(), HasSubstr("lost rank 1 on"));
+  EXPECT_THAT(connections->abortReason(), HasSubstr("closed the connection before the group"));
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// Connects to where rank 0 of `group` listens (from the store) and sends `bytes`.
+void sendToRankZero(Store& store, const std::string& group, const std::string& bytes) {
+  const std::string record = toString(store.get("tcp/" + group + "/addr/0", 20s));
+  char address[128] = {};
+  int port = 0;
+  ASSERT_EQ(std::sscanf(record.c_str(), "%127s %d", address, &port), 2);
+  auto resolved = resolve(address, port, false);
+  ASSERT_TRUE(std::holds_alternative<AddrInfoList>(resolved));
+  const addrinfo* info = std::get<AddrInfoList>(resolved).get();
+  SocketFd fd(::socket(info->ai_family, SOCK_STREAM, 0));
+  ASSERT_EQ(::connect(fd.get(), info->ai_addr, info->ai_addrlen), 0);
+  const std::vector<std::uint8_t> data(bytes.begin(), bytes.end());
+  EXPECT_FALSE(sendAll(fd.get(), data, Clock::now() + 5s).has_value());
+}
+
+TEST(TcpTransport, GarbageConnectionsAreRefusedAndTheGroupStillForms) {
+  InMemoryStore store;
+  const TcpOptions options = smallOptions("garbage");
+  std::unique_ptr<ConnectionSet> zero;
+  std::string zeroError;
+  std::thread rankZero([&] {
+    try {
+      zero = connectTcp(store, 0, 2, options);
+    } catch (const std::exception& e) {
+      zeroError = e.what();
+    }
+  });
+  // Rank 0 listens once it knows where every rank runs: say rank 1 runs here.
+  store.set("tcp/garbage/netns/1", toBytes(networkNamespaceId()));
+  sendToRankZero(store, "garbage", "GET / HTTP/1.1\r\nHost: chorus\r\n\r\n and some more bytes");
+  sendToRankZero(store, "garbage", "x");  // too short for a header, then closed
+  auto one = connectTcp(store, 1, 2, options);
+  rankZero.join();
+  ASSERT_NE(zero, nullptr) << zeroError;
+  EXPECT_EQ(zero->abortReason(), "");
+  EXPECT_EQ(one->abortReason(), "");
+}
+
+TEST(TcpTransport, WrongTokenIsRefusedAndNamedWhenTheRankNeverConnects) {
+  InMemoryStore store;
+  TcpOptions good = smallOptions("token");
+  good.authToken = "s3cret";
+  good.timeout = 2s;
+  TcpOptions bad = good;
+  bad.authToken = "guess";
+  std::string zeroError;
+  std::thread rankZero([&] {
+    try {
+      connectTcp(store, 0, 2, good);
+    } catch (const TimeoutError& e) {
+      zeroError = e.what();
+    }
+  });
+  auto one = connectTcp(store, 1, 2, bad);  // its hello goes out; rank 0 refuses it
+  rankZero.join();
+  EXPECT_THAT(zeroError, HasSubstr("ranks 1 to connect"));
+  EXPECT_THAT(zeroError, HasSubstr("wrong or missing CHORUS_AUTH_TOKEN"));
+  spinUntil([&] { return !one->abortReason().empty(); }, "rank 1 to see the refusal");
+  EXPECT_THAT(one->abortReason(), HasSubstr("lost rank 0"));
+}
+
+TEST(TcpTransport, ConnectionsOfAnotherGroupAreRefused) {
+  InMemoryStore store;
+  TcpOptions mine = smallOptions("mine");
+  mine.timeout = 2s;
+  std::string zeroError;
+  std::thread rankZero([&] {
+    try {
+      connectTcp(store, 0, 2, mine);
+    } catch (const TimeoutError& e) {
+      zeroError = e.what();
+    }
+  });
+  // A rank of another group that found rank 0's address.
+  store.set("tcp/mine/netns/1", toBytes(networkNamespaceId()));
+  const std::string record = toString(store.get("tcp/mine/addr/0", 20s));
+  store.set("tcp/theirs/addr/0", toBytes(record));
+  store.set("tcp/theirs/netns/0", store.get("tcp/mine/netns/0", 20s));
+  TcpOptions theirs = mine;
+  theirs.groupId = "theirs";
+  auto one = connectTcp(store, 1, 2, theirs);
+  rankZero.join();
+  EXPECT_THAT(zeroError, HasSubstr("another communicator or job"));
+}
+
+TEST(TcpTransport, BadOptionsAreOptionErrors) {
+  InMemoryStore store;
+  EXPECT_THROW(connectTcp(store, 2, 2, smallOptions("x")), OptionError);
+  EXPECT_THROW(connectTcp(store, 0, 1, TcpOptions{}), OptionError);
+  auto single = connectTcp(store, 0, 1, smallOptions("single"));
+  EXPECT_EQ(single->nranks(), 1);
+}
+
+}  // namespace
+}  // namespace chorus::transport
