@@ -30,18 +30,27 @@ TransportKind resolveTransport(const CommConfig& config, InitKind kind) {
     what = "CHORUS_TRANSPORT";
   }
   if (name.empty())
-    return kind == InitKind::allInProcess ? TransportKind::thread : TransportKind::shm;
+    return kind == InitKind::allInProcess ? TransportKind::thread : TransportKind::automatic;
   if (name == "shm") return TransportKind::shm;
+  if (name == "tcp") return TransportKind::tcp;
+  if (name == "auto") {
+    if (kind == InitKind::perProcess) return TransportKind::automatic;
+    throw OptionError(
+        fmt::format("{}='auto' chooses shm or tcp per peer for ranks in separate processes; with "
+                    "Communicator::initAll use 'thread', 'shm' or 'tcp'",
+                    what));
+  }
   if (name == "thread") {
     if (kind == InitKind::allInProcess) return TransportKind::thread;
     throw OptionError(fmt::format(
         "{}='thread' only works with Communicator::initAll (all ranks are threads of one "
-        "process); ranks in separate processes use 'shm' (or leave {} empty)",
+        "process); ranks in separate processes use 'auto', 'shm' or 'tcp' (or leave {} empty)",
         what, what));
   }
   throw OptionError(fmt::format(
-      "{}='{}' is not a transport; choose 'thread' (initAll only) or 'shm' (processes on one "
-      "host), or leave it empty for the default",
+      "{}='{}' is not a transport; choose 'thread' (initAll only), 'shm' (processes on one "
+      "host), 'tcp' (every pair over tcp) or 'auto' (shm within a host, tcp across hosts), or "
+      "leave it empty for the default",
       what, name));
 }
 
@@ -97,11 +106,27 @@ ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind) {
   resolved.fifo.slots = resolveSlots(config);
   resolved.fifo.slotBytes = resolveSlotBytes(config);
   resolved.threads = resolveThreads(config);
+  resolved.authToken = envString("CHORUS_AUTH_TOKEN").value_or("");
+  resolved.socketIfname = envString("CHORUS_SOCKET_IFNAME").value_or("");
   return resolved;
 }
 
 std::string_view transportName(TransportKind kind) {
-  return kind == TransportKind::thread ? "thread" : "shm";
+  switch (kind) {
+    case TransportKind::thread:
+      return "thread";
+    case TransportKind::shm:
+      return "shm";
+    case TransportKind::tcp:
+      return "tcp";
+    case TransportKind::automatic:
+      return "auto";
+  }
+  return "?";
+}
+
+std::string_view tuningTransportName(TransportKind kind) {
+  return kind == TransportKind::automatic ? "shm" : transportName(kind);
 }
 
 }  // namespace chorus::api

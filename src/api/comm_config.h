@@ -17,7 +17,10 @@ inline constexpr int kMaxThreads = 64;
 inline constexpr std::size_t kMinSlotBytes = std::size_t{4} << 10;
 inline constexpr std::size_t kMaxSlotBytes = std::size_t{1} << 30;
 
-enum class TransportKind { thread, shm };
+// thread: ranks are threads (initAll only); shm: processes on one host; tcp: every pair over
+// tcp (loopback on one host); automatic: shm within a host, tcp across hosts (the default for
+// ranks in separate processes).
+enum class TransportKind { thread, shm, tcp, automatic };
 
 struct ResolvedConfig {
   std::chrono::milliseconds timeout{300'000};
@@ -26,7 +29,9 @@ struct ResolvedConfig {
   std::string algoDir;     // empty: none
   std::string tuningFile;  // empty: the shipped table only; "off": no tuning tables
   transport::FifoOptions fifo;
-  int threads = 1;  // executor threads per rank (runtime::ExecOptions::threads)
+  int threads = 1;           // executor threads per rank (runtime::ExecOptions::threads)
+  std::string authToken;     // CHORUS_AUTH_TOKEN: tcp peers must present it
+  std::string socketIfname;  // CHORUS_SOCKET_IFNAME: the tcp transport's interface filter
 };
 
 // How the communicator is being created: initAll (ranks are threads of this process) or
@@ -37,6 +42,9 @@ enum class InitKind { allInProcess, perProcess };
 // initAll). Reads the environment; thread-safe.
 ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind);
 
+// "thread", "shm", "tcp", "auto".
 std::string_view transportName(TransportKind kind);
+// The transport whose tuning tables apply: auto runs on shm within a host.
+std::string_view tuningTransportName(TransportKind kind);
 
 }  // namespace chorus::api

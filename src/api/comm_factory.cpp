@@ -13,7 +13,9 @@
 #include "selection/plan_selection.h"
 #include "support/error.h"
 #include "transport/in_memory_store.h"
+#include "transport/mixed_transport.h"
 #include "transport/shm/shm_transport.h"
+#include "transport/tcp/tcp_transport.h"
 #include "transport/thread/thread_group.h"
 
 namespace chorus::api {
@@ -26,6 +28,33 @@ transport::ShmOptions shmOptions(const std::string& namePrefix, const ResolvedCo
   options.namePrefix = namePrefix;
   options.timeout = config.timeout;
   return options;
+}
+
+transport::TcpOptions tcpOptions(const std::string& namePrefix, const ResolvedConfig& config) {
+  transport::TcpOptions options;
+  options.fifo = config.fifo;
+  options.groupId = namePrefix;
+  options.timeout = config.timeout;
+  options.authToken = config.authToken;
+  options.ifname = config.socketIfname;
+  return options;
+}
+
+// This rank's connections over the configured per-process transport.
+std::unique_ptr<transport::ConnectionSet> connectProcess(transport::Store& store,
+                                                         const std::string& namePrefix, int rank,
+                                                         int nranks, const ResolvedConfig& config) {
+  switch (config.transport) {
+    case TransportKind::tcp:
+      return transport::connectTcp(store, rank, nranks, tcpOptions(namePrefix, config));
+    case TransportKind::automatic:
+      return transport::connectMixed(
+          store, rank, nranks, {shmOptions(namePrefix, config), tcpOptions(namePrefix, config)});
+    case TransportKind::shm:
+    case TransportKind::thread:
+      break;
+  }
+  return transport::connectShm(store, rank, nranks, shmOptions(namePrefix, config));
 }
 
 std::vector<Communicator> makeThreadCommunicators(int nranks, const ResolvedConfig& config,
@@ -41,8 +70,9 @@ std::vector<Communicator> makeThreadCommunicators(int nranks, const ResolvedConf
   return comms;
 }
 
-std::vector<Communicator> makeShmThreadCommunicators(int nranks, const ResolvedConfig& config,
-                                                     std::shared_ptr<runtime::PlanProvider> plans) {
+// Ranks as threads of this process over a per-process transport (shm or tcp).
+std::vector<Communicator> makeProcessTransportThreadCommunicators(
+    int nranks, const ResolvedConfig& config, std::shared_ptr<runtime::PlanProvider> plans) {
   auto store = std::make_shared<transport::InMemoryStore>();
   std::random_device random;
   const std::string prefix = fmt::format("chorus-{:08x}{:08x}-all", random(), random());
@@ -53,7 +83,7 @@ std::vector<Communicator> makeShmThreadCommunicators(int nranks, const ResolvedC
     for (int r = 0; r < nranks; ++r)
       threads.emplace_back([&, r] {
         try {
-          made[r].emplace(makeShmCommunicator(store, prefix, r, nranks, config, plans));
+          made[r].emplace(makeProcessCommunicator(store, prefix, r, nranks, config, plans));
         } catch (...) {
           errors[r] = std::current_exception();
         }
@@ -75,7 +105,7 @@ std::shared_ptr<runtime::PlanProvider> selectPlans(int nranks, const ResolvedCon
   selection.algo = config.algo;
   selection.algoDir = config.algoDir;
   selection.tuningFile = config.tuningFile;
-  selection.transport = std::string(transportName(config.transport));
+  selection.transport = std::string(tuningTransportName(config.transport));
   return selection::makePlanProvider(selection);
 }
 
@@ -88,17 +118,17 @@ int nextCommunicatorIndex(const std::string& key) {
 
 std::vector<Communicator> makeInProcessCommunicators(int nranks, const ResolvedConfig& config,
                                                      std::shared_ptr<runtime::PlanProvider> plans) {
-  if (config.transport == TransportKind::shm)
-    return makeShmThreadCommunicators(nranks, config, std::move(plans));
+  if (config.transport != TransportKind::thread)
+    return makeProcessTransportThreadCommunicators(nranks, config, std::move(plans));
   return makeThreadCommunicators(nranks, config, std::move(plans));
 }
 
-Communicator makeShmCommunicator(std::shared_ptr<transport::Store> store,
-                                 const std::string& namePrefix, int rank, int nranks,
-                                 const ResolvedConfig& config,
-                                 std::shared_ptr<runtime::PlanProvider> plans) {
+Communicator makeProcessCommunicator(std::shared_ptr<transport::Store> store,
+                                     const std::string& namePrefix, int rank, int nranks,
+                                     const ResolvedConfig& config,
+                                     std::shared_ptr<runtime::PlanProvider> plans) {
   std::shared_ptr<transport::ConnectionSet> connections =
-      transport::connectShm(*store, rank, nranks, shmOptions(namePrefix, config));
+      connectProcess(*store, namePrefix, rank, nranks, config);
   TransportHandle handle{connections, connections.get(), std::move(store)};
   return Communicator::Impl::wrap(std::make_unique<Communicator::Impl>(
       rank, nranks, std::move(handle), std::move(plans), config));

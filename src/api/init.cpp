@@ -83,8 +83,8 @@ Communicator Communicator::initRank(int nranks, const UniqueId& id, int rank,
                                                    resolved.timeout);
   auto store =
       std::make_shared<transport::PrefixStore>(tcp, fmt::format("{:016x}/comm{}", nonce, index));
-  return api::makeShmCommunicator(store, fmt::format("chorus-{:016x}-{}", nonce, index), rank,
-                                  nranks, resolved, std::move(plans));
+  return api::makeProcessCommunicator(store, fmt::format("chorus-{:016x}-{}", nonce, index), rank,
+                                      nranks, resolved, std::move(plans));
 }
 
 }  // namespace chorus

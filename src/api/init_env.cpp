@@ -1,5 +1,6 @@
 // Communicator::initFromEnvironment: rank, size and rendezvous from a launcher's variables
-// (transport/bootstrap_env.h), then the shm transport.
+// (transport/bootstrap_env.h), then the configured transport (by default shm within a host and
+// tcp across hosts).
 #include <fmt/format.h>
 
 #include "api/call_tag.h"
@@ -17,8 +18,8 @@ Communicator Communicator::initFromEnvironment(const CommConfig& config) {
   // Segment names allow only [A-Za-z0-9._-]; the job id may hold anything, so hash it.
   const std::uint64_t job = api::CallTag().add(boot.jobId).value();
   auto store = std::make_shared<transport::PrefixStore>(boot.store, fmt::format("comm{}", index));
-  return api::makeShmCommunicator(store, fmt::format("chorus-{:016x}-{}", job, index), boot.rank,
-                                  boot.size, resolved, std::move(plans));
+  return api::makeProcessCommunicator(store, fmt::format("chorus-{:016x}-{}", job, index),
+                                      boot.rank, boot.size, resolved, std::move(plans));
 }
 
 }  // namespace chorus

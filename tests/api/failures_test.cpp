@@ -222,8 +222,11 @@ TEST(FailuresTest, BadOptionsNameTheFieldOrVariable) {
   slotBytes.slotBytes = 100;
   expectOption(slotBytes, "CommConfig.slotBytes is 100 bytes");
   CommConfig transport;
-  transport.transport = "tcp";
-  expectOption(transport, "CommConfig.transport='tcp' is not a transport");
+  transport.transport = "udp";
+  expectOption(transport, "CommConfig.transport='udp' is not a transport");
+  CommConfig automatic;
+  automatic.transport = "auto";
+  expectOption(automatic, "'auto' chooses shm or tcp per peer");
   CommConfig timeout;
   timeout.timeout = 0ms;
   expectOption(timeout, "CommConfig.timeout is 0 ms");

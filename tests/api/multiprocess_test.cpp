@@ -205,5 +205,48 @@ TEST(MultiprocessTest, InitAllOverShmSegments) {
   EXPECT_EQ(failures, std::vector<std::string>(3));
 }
 
+TEST(MultiprocessTest, InitAllOverTcp) {
+  CommConfig config = apitest::testConfig();
+  config.transport = "tcp";
+  config.slotBytes = 8192;
+  auto comms = Communicator::initAll(3, config);
+  std::vector<std::string> failures(3);
+  apitest::onThreads(3, [&](int r) {
+    if (!allReduceIsExact(comms[r], 30'000) || !allReduceIsExact(comms[r], 1))
+      failures[r] = "wrong result";
+  });
+  EXPECT_EQ(failures, std::vector<std::string>(3));
+}
+
+TEST(MultiprocessTest, AllReduceOverTcpWithInitRank) {
+  REQUIRE_SINGLE_THREADED();
+  const auto codes = runRanks(3, [](int rank, const std::string& hex) {
+    CommConfig config = apitest::testConfig();
+    config.transport = "tcp";
+    Communicator comm = Communicator::initRank(3, uniqueIdFromHex(hex), rank, config);
+    return allReduceIsExact(comm, 100'000) && allReduceIsExact(comm, 5) ? kOk : kWrong;
+  });
+  EXPECT_EQ(codes, std::vector<int>(3, kOk));
+}
+
+TEST(MultiprocessTest, APeerThatExitsFailsTheOthersOverTcp) {
+  REQUIRE_SINGLE_THREADED();
+  const auto codes = runRanks(2, [](int rank, const std::string& hex) {
+    CommConfig config = apitest::testConfig(60s);
+    config.transport = "tcp";
+    Communicator comm = Communicator::initRank(2, uniqueIdFromHex(hex), rank, config);
+    if (rank == 1) ::_exit(kOk);  // dies without calling or leaving
+    Buffer data(DataType::float32, 64);
+    try {
+      comm.allReduce(data.data(), data.data(), 64, DataType::float32, ReduceOp::sum);
+    } catch (const CommError& e) {
+      std::fprintf(stderr, "rank 0 (expected): %s\n", e.what());
+      return std::string(e.what()).find("lost rank 1") != std::string::npos ? kOk : kWrong;
+    }
+    return kWrong;
+  });
+  EXPECT_EQ(codes, std::vector<int>(2, kOk));
+}
+
 }  // namespace
 }  // namespace chorus

@@ -229,8 +229,12 @@ std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
       fmt::format("{} {} {} {}", chosen.address, port, hostName(), chosen.name);
   store.set(key(options, "addr", rank), toBytes(self));
 
+  const auto wanted = [&](int peer) {
+    return options.peers.empty() || options.peers[static_cast<std::size_t>(peer)];
+  };
   std::vector<TcpPeerLink> links(static_cast<std::size_t>(nranks));
   for (int peer = 0; peer < rank; ++peer) {
+    if (!wanted(peer)) continue;
     const AddressRecord a = peerAddress(store, options, peer, deadline);
     TcpPeerLink& link = links[static_cast<std::size_t>(peer)];
     link.where =
@@ -246,14 +250,16 @@ std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
     sendHello(link.fd.get(), rank, options, deadline, link.where);
   }
 
-  int missing = nranks - 1 - rank;
+  int missing = 0;
+  for (int peer = rank + 1; peer < nranks; ++peer)
+    missing += wanted(peer) ? 1 : 0;
   std::vector<std::string> refused;
   setNonBlocking(listener.get());
   while (missing > 0) {
     if (auto error = waitFor(listener.get(), POLLIN, deadline, "accept")) {
       std::vector<int> absent;
       for (int r = rank + 1; r < nranks; ++r)
-        if (!links[static_cast<std::size_t>(r)].fd) absent.push_back(r);
+        if (wanted(r) && !links[static_cast<std::size_t>(r)].fd) absent.push_back(r);
       throw TimeoutError(
           fmt::format("tcp transport: rank {} waited {} ms for ranks {} to connect to {}:{}{}{}",
                       rank, options.timeout.count(), fmt::join(absent, ", "), chosen.address, port,
@@ -266,7 +272,7 @@ std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
     if (!fd) continue;
     std::string why;
     const int peer = readHello(fd.get(), rank, nranks, options, deadline, &why);
-    if (peer < 0 || links[static_cast<std::size_t>(peer)].fd) {
+    if (peer < 0 || !wanted(peer) || links[static_cast<std::size_t>(peer)].fd) {
       refused.push_back(why.empty() ? fmt::format("a second connection claiming rank {}", peer)
                                     : why);
       continue;

@@ -111,6 +111,10 @@ class TcpConnections final : public ConnectionSet {
     for (int r = 0; r < nranks; ++r) {
       if (r == rank) continue;
       Peer& peer = peers_[ix(r)];
+      if (!links[ix(r)].fd) {  // not a tcp peer (options.peers)
+        peer.closed = true;
+        continue;
+      }
       peer.fd = std::move(links[ix(r)].fd);
       peer.where = std::move(links[ix(r)].where);
       setNonBlocking(peer.fd.get());
@@ -153,7 +157,7 @@ class TcpConnections final : public ConnectionSet {
     if (!fail(reason)) return;
     std::lock_guard lock(controlMutex_);
     for (int r = 0; r < nranks_; ++r)
-      if (r != rank_)
+      if (r != rank_ && peers_[ix(r)].fd)
         control_.push_back({r, makeFrame(FrameKind::abort, 0, 0, 0,
                                          std::string_view(reason).substr(0, kMaxReason))});
     wake(true);
@@ -168,7 +172,7 @@ class TcpConnections final : public ConnectionSet {
   void publishCall(std::string_view description) override {
     std::lock_guard lock(controlMutex_);
     for (int r = 0; r < nranks_; ++r)
-      if (r != rank_)
+      if (r != rank_ && peers_[ix(r)].fd)
         control_.push_back(
             {r, makeFrame(FrameKind::call, 0, 0, 0, description.substr(0, kMaxCall))});
     wake(true);
@@ -196,6 +200,11 @@ class TcpConnections final : public ConnectionSet {
     if (peer < 0 || peer >= nranks_ || peer == rank_)
       throw CommError(fmt::format("rank {}: peer {} is not another rank of this {}-rank group",
                                   rank_, peer, nranks_));
+    if (!peers_[ix(peer)].fd)
+      throw CommError(
+          fmt::format("rank {}: rank {} is not connected over tcp (the mixed "
+                      "transport reaches it over shm)",
+                      rank_, peer));
     if (channel < 0 || static_cast<std::uint32_t>(channel) >= kMaxTcpChannel)
       throw CommError(fmt::format("rank {}: channel {} to rank {} is out of range (0..{})", rank_,
                                   channel, peer, kMaxTcpChannel - 1));

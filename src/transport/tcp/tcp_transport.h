@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "transport/connections.h"
 #include "transport/fifo.h"
@@ -25,6 +26,10 @@ struct TcpOptions {
   std::string authToken;
   // CHORUS_SOCKET_IFNAME (net_interfaces.h); empty = the default choice.
   std::string ifname;
+  // The peers this rank connects to over tcp, indexed by rank (empty = every other rank); the
+  // same pairs on every rank. The mixed transport leaves out peers it reaches over shm;
+  // asking for the FIFO of a peer left out is a CommError.
+  std::vector<bool> peers;
 };
 
 // Collective: every rank of the group calls it with the same store namespace and options.

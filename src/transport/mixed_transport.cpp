@@ -1,0 +1,118 @@
+#include "transport/mixed_transport.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "transport/tcp/tcp_bootstrap.h"
+
+namespace chorus::transport {
+namespace {
+
+std::size_t ix(int i) {
+  return static_cast<std::size_t>(i);
+}
+
+// Peers on this host over `local` (ranks renumbered: hostRanks[i] is local rank i), the others
+// over `remote` (global ranks).
+class MixedConnections final : public ConnectionSet {
+ public:
+  MixedConnections(int rank, int nranks, std::vector<int> hostRanks,
+                   std::unique_ptr<ConnectionSet> local, std::unique_ptr<ConnectionSet> remote)
+      : rank_(rank),
+        nranks_(nranks),
+        localIndex_(ix(nranks), -1),
+        local_(std::move(local)),
+        remote_(std::move(remote)) {
+    for (std::size_t i = 0; i < hostRanks.size(); ++i)
+      localIndex_[ix(hostRanks[i])] = static_cast<int>(i);
+  }
+
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+
+  Fifo& sendFifo(int peer, int channel) override {
+    const int local = localOf(peer);
+    return local >= 0 ? local_->sendFifo(local, channel) : remote_->sendFifo(peer, channel);
+  }
+  Fifo& recvFifo(int peer, int channel) override {
+    const int local = localOf(peer);
+    return local >= 0 ? local_->recvFifo(local, channel) : remote_->recvFifo(peer, channel);
+  }
+  void abort(const std::string& reason) override {
+    if (local_) local_->abort(reason);
+    remote_->abort(reason);
+  }
+  std::string abortReason() const override {
+    if (local_) {
+      std::string reason = local_->abortReason();
+      if (!reason.empty()) return reason;
+    }
+    return remote_->abortReason();
+  }
+  void publishCall(std::string_view description) override {
+    if (local_) local_->publishCall(description);
+    remote_->publishCall(description);
+  }
+  std::string peerCall(int peer) const override {
+    const int local = localOf(peer);
+    return local >= 0 ? local_->peerCall(local) : remote_->peerCall(peer);
+  }
+
+ private:
+  // The peer's rank on this host's shm group, or -1 when it is reached over tcp.
+  int localOf(int peer) const {
+    if (peer < 0 || peer >= nranks_ || !local_) return -1;
+    return localIndex_[ix(peer)];
+  }
+
+  int rank_;
+  int nranks_;
+  std::vector<int> localIndex_;
+  std::unique_ptr<ConnectionSet> local_;  // null when this rank is alone on its host
+  std::unique_ptr<ConnectionSet> remote_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConnectionSet> connectMixed(Store& store, int rank, int nranks,
+                                            const MixedOptions& options) {
+  const std::string& prefix = options.shm.namePrefix;
+  const auto deadline = deadlineAfter(options.shm.timeout);
+  const std::string here = networkNamespaceId();
+  store.set(fmt::format("mixed/{}/where/{}", prefix, rank), toBytes(here));
+  std::vector<int> hostRanks;
+  for (int r = 0; r < nranks; ++r) {
+    const auto left = std::max(std::chrono::milliseconds(0),
+                               std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   deadline - std::chrono::steady_clock::now()));
+    if (toString(store.get(fmt::format("mixed/{}/where/{}", prefix, r), left)) == here)
+      hostRanks.push_back(r);
+  }
+  const int hostSize = static_cast<int>(hostRanks.size());
+  if (hostSize == nranks) return connectShm(store, rank, nranks, options.shm);
+
+  TcpOptions tcp = options.tcp;
+  tcp.groupId = prefix;
+  tcp.timeout = options.shm.timeout;
+  tcp.fifo = options.shm.fifo;
+  tcp.peers.assign(ix(nranks), true);
+  for (int r : hostRanks)
+    tcp.peers[ix(r)] = false;
+  if (hostSize == 1) return connectTcp(store, rank, nranks, tcp);
+
+  // This host's ranks form their own shm group: its own store keys and /dev/shm names.
+  const std::uint64_t hostHash = groupTag(here);
+  ShmOptions shm = options.shm;
+  shm.namePrefix = fmt::format("{}-h{:08x}", prefix, static_cast<std::uint32_t>(hostHash));
+  PrefixStore hostStore(std::shared_ptr<Store>(&store, [](Store*) {}),
+                        fmt::format("mixed/{}/host{:016x}", prefix, hostHash));
+  const int localRank =
+      static_cast<int>(std::find(hostRanks.begin(), hostRanks.end(), rank) - hostRanks.begin());
+  auto local = connectShm(hostStore, localRank, hostSize, shm);
+  auto remote = connectTcp(store, rank, nranks, tcp);
+  return std::make_unique<MixedConnections>(rank, nranks, std::move(hostRanks), std::move(local),
+                                            std::move(remote));
+}
+
+}  // namespace chorus::transport
