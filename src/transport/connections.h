@@ -32,6 +32,9 @@ class ConnectionSet {
   virtual void publishCall(std::string_view description) = 0;
   // The description `peer` published last ("" if none).
   virtual std::string peerCall(int peer) const = 0;
+  // Threads the transport runs per rank besides the caller's (tcp's progress thread), so
+  // pollers can tell when the host's cores are oversubscribed.
+  virtual int progressThreads() const { return 0; }
 };
 
 }  // namespace chorus::transport

@@ -54,6 +54,9 @@ class MixedConnections final : public ConnectionSet {
     if (local_) local_->publishCall(description);
     remote_->publishCall(description);
   }
+  int progressThreads() const override {
+    return (local_ ? local_->progressThreads() : 0) + remote_->progressThreads();
+  }
   std::string peerCall(int peer) const override {
     const int local = localOf(peer);
     return local >= 0 ? local_->peerCall(local) : remote_->peerCall(peer);
@@ -105,6 +108,7 @@ std::unique_ptr<ConnectionSet> connectMixed(Store& store, int rank, int nranks,
   const std::uint64_t hostHash = groupTag(here);
   ShmOptions shm = options.shm;
   shm.namePrefix = fmt::format("{}-h{:08x}", prefix, static_cast<std::uint32_t>(hostHash));
+  shm.rankNames = hostRanks;
   PrefixStore hostStore(std::shared_ptr<Store>(&store, [](Store*) {}),
                         fmt::format("mixed/{}/host{:016x}", prefix, hostHash));
   const int localRank =

@@ -135,8 +135,8 @@ std::string readAll(int fd, std::size_t size) {
         job, [&] { return Communicator::initRank(job.ranks, id, r, job.config); });
     try {
       code = benchRank(comm, job) ? ExitCode::ok : ExitCode::failure;
-    } catch (...) {
-      comm.abort(fmt::format("rank {} of chorus bench failed", r));
+    } catch (const std::exception& e) {
+      comm.abort(fmt::format("rank {} of chorus bench failed: {}", r, e.what()));
       throw;
     }
   } catch (const std::exception& error) {
@@ -210,14 +210,23 @@ void bindToCore(int r) {
 }
 
 ExitCode runSweepJob(const SweepJob& job) {
-  if (job.bindCores && job.transport != "shm")
-    throw OptionError("--bind core pins rank processes; it needs --transport shm");
+  if (job.bindCores && job.transport != "shm" && job.transport != "tcp")
+    throw OptionError("--bind core pins rank processes; it needs --transport shm or tcp");
   if (job.transport == "thread") return benchThreads(job);
-  if (job.transport == "shm") return benchProcesses(job);
-  throw OptionError(
-      fmt::format("unknown --transport '{}'; use thread (ranks are threads) or shm (ranks are "
-                  "processes on this host)",
-                  job.transport));
+  if (job.transport == "shm" || job.transport == "tcp") return benchProcesses(job);
+  throw OptionError(fmt::format(
+      "unknown --transport '{}'; use thread (ranks are threads), shm or tcp (ranks are forked "
+      "processes; tcp over loopback)",
+      job.transport));
+}
+
+ExitCode runLaunchedRank(Communicator& comm, const SweepJob& job) {
+  try {
+    return benchRank(comm, job) ? ExitCode::ok : ExitCode::failure;
+  } catch (const std::exception& e) {
+    comm.abort(fmt::format("rank {} of chorus bench failed: {}", comm.rank(), e.what()));
+    throw;
+  }
 }
 
 }  // namespace chorus::cli

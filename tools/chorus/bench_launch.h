@@ -33,6 +33,10 @@ struct SweepJob {
 // process; the parent only waits.
 ExitCode runSweepJob(const SweepJob& job);
 
+// Runs the sweep as one rank of `comm` (created by the caller from a launcher's environment);
+// rank 0 prints. Returns like runSweepJob.
+ExitCode runLaunchedRank(Communicator& comm, const SweepJob& job);
+
 // Pins the calling process to the r-th CPU of its current affinity mask (modulo their count);
 // warns on stderr when it cannot.
 void bindToCore(int r);

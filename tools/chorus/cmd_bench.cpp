@@ -1,11 +1,13 @@
 // `chorus bench COLL --ranks N ...`: nccl-tests style sweep of one collective through the public
 // API (chorus::Communicator): time, algbw, busbw and #wrong per size, out of place and in place,
 // with the timing method of bench/peers (see src/perf/). Ranks are threads of this process
-// (--transport thread) or forked processes (--transport shm).
+// (--transport thread), forked processes (--transport shm or tcp), or, with --launched, the
+// processes a launcher started (chorus launch, mpirun, torchrun variables), one per rank.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "bench_launch.h"
@@ -25,6 +27,7 @@ struct BenchCommandArgs {
   std::string transport = "thread";
   std::string bind = "none";
   std::size_t bufferOffset = 0;
+  bool launched = false;
 };
 
 // --algo NAME|FILE becomes a CHORUS_ALGO override for this collective; auto keeps the default
@@ -37,14 +40,37 @@ CommConfig makeConfig(const BenchCommandArgs& args, perf::Collective collective)
   return config;
 }
 
-ExitCode runBench(const BenchCommandArgs& args) {
-  if (args.ranks < 1) throw OptionError("--ranks must be at least 1, e.g. --ranks 2");
+ExitCode runBench(const BenchCommandArgs& given) {
+  BenchCommandArgs args = given;
+  if (args.launched) {
+    if (args.bind != "none")
+      throw OptionError(
+          "--bind pins the ranks chorus bench forks; with --launched, bind with "
+          "the launcher (e.g. mpirun --bind-to core)");
+    if (args.transport == "thread" || args.transport.empty()) args.transport = "auto";
+  } else if (args.ranks < 1) {
+    throw OptionError(
+        "--ranks must be at least 1, e.g. --ranks 2 (or --launched under a "
+        "launcher)");
+  }
   const auto type = runtime::parseDataType(args.sweep.dtype);
   if (!type)
     throw OptionError(fmt::format(
         "unknown --dtype '{}'; use int8, uint8, int32, uint32, int64, uint64, float16, bfloat16, "
         "float32 or float64",
         args.sweep.dtype));
+  std::optional<Communicator> launched;
+  if (args.launched) {
+    const perf::Collective collective =
+        perf::makeSweepOptions(args.sweep, 1, runtime::dataTypeSize(*type)).collective;
+    launched.emplace(Communicator::initFromEnvironment(makeConfig(args, collective)));
+    if (args.ranks > 0 && args.ranks != launched->size())
+      throw OptionError(
+          fmt::format("--ranks {} but the launcher started {} ranks; leave --ranks "
+                      "out with --launched",
+                      args.ranks, launched->size()));
+    args.ranks = launched->size();
+  }
   perf::SweepOptions options =
       perf::makeSweepOptions(args.sweep, args.ranks, runtime::dataTypeSize(*type));
   options.library = "chorus";
@@ -65,6 +91,7 @@ ExitCode runBench(const BenchCommandArgs& args) {
         "aligned to their element type, as C++ does",
         args.bufferOffset, runtime::dataTypeSize(*type), runtime::dataTypeName(*type)));
   job.bufferOffset = args.bufferOffset;
+  if (launched) return runLaunchedRank(*launched, job);
   return runSweepJob(job);
 }
 
@@ -75,13 +102,21 @@ Command addBenchCommand(CLI::App& app) {
       "bench", "Measure a collective over a size sweep (nccl-tests style: time, algbw, busbw)");
   auto args = std::make_shared<BenchCommandArgs>();
   perf::addBenchArgs(*command, args->sweep);
-  command->add_option("-n,--ranks", args->ranks, "Number of ranks")->required();
+  command->add_option("-n,--ranks", args->ranks,
+                      "Number of ranks (required unless --launched: then the launcher's)");
   command
       ->add_option("--algo", args->algo,
                    "auto (the selection: CHORUS_TUNING_FILE, then the shipped tuning table), a "
                    "library algorithm with optional settings (ring{channels=2}) or a plan file")
       ->capture_default_str();
-  command->add_option("--transport", args->transport, "thread or shm")->capture_default_str();
+  command
+      ->add_option("--transport", args->transport,
+                   "thread (ranks are threads), shm or tcp (forked rank processes); with "
+                   "--launched: auto (default: shm within a host, tcp across), shm or tcp")
+      ->capture_default_str();
+  command->add_flag("--launched", args->launched,
+                    "This process is one rank started by a launcher (chorus launch, mpirun, "
+                    "torchrun variables); rank 0 prints the table");
   command
       ->add_option("--bind", args->bind,
                    "core: pin rank r to CPU r (modulo the CPUs allowed), as mpirun --bind-to "

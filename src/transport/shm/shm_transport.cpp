@@ -194,10 +194,10 @@ class ShmConnections final : public ConnectionSet {
   void checkPeer(int peer, int channel) const {
     if (peer < 0 || peer >= nranks_ || peer == rank_)
       throw CommError(fmt::format("rank {}: peer {} is not another rank of this {}-rank group",
-                                  rank_, peer, nranks_));
+                                  named(rank_), peer, nranks_));
     if (channel < 0 || channel >= kMaxChannel)
-      throw CommError(fmt::format("rank {}: channel {} to rank {} is out of range (0..{})", rank_,
-                                  channel, peer, kMaxChannel - 1));
+      throw CommError(fmt::format("rank {}: channel {} to rank {} is out of range (0..{})",
+                                  named(rank_), channel, named(peer), kMaxChannel - 1));
   }
 
   // Leaving: removes the /dev/shm names of this rank's connections that nobody will open any
@@ -264,11 +264,17 @@ class ShmConnections final : public ConnectionSet {
     }
   }
 
+  // `rank`'s number in messages (ShmOptions::rankNames).
+  int named(int rank) const {
+    const auto& names = options_.rankNames;
+    return rank >= 0 && static_cast<std::size_t>(rank) < names.size() ? names[rank] : rank;
+  }
+
   std::string exitReason(int rank) const {
     return fmt::format(
         "rank {} (pid {}) exited before the group finished: it crashed, was killed or returned "
         "early; see that rank's own error",
-        rank, liveness_->pidOf(rank));
+        named(rank), liveness_->pidOf(rank));
   }
 
   std::string failedKey() const { return fmt::format("shm/{}/group-failed", options_.namePrefix); }
@@ -296,7 +302,7 @@ class ShmConnections final : public ConnectionSet {
       try {
         slot = openFifo(from, to, channel);
       } catch (const UserError& e) {
-        abort(fmt::format("rank {} could not set up a FIFO: {}", rank_, e.what()));
+        abort(fmt::format("rank {} could not set up a FIFO: {}", named(rank_), e.what()));
         throw;
       }
     }
@@ -307,7 +313,8 @@ class ShmConnections final : public ConnectionSet {
   std::unique_ptr<ShmFifo> openFifo(int from, int to, int channel) {
     const FifoOptions& shape = options_.fifo;
     const std::string name = fmt::format("/{}-c{}-{}-{}", options_.namePrefix, from, to, channel);
-    const std::string connection = fmt::format("rank {} -> rank {} channel {}", from, to, channel);
+    const std::string connection =
+        fmt::format("rank {} -> rank {} channel {}", named(from), named(to), channel);
     const std::string purpose = fmt::format("the FIFO {}: {} slots of {}", connection, shape.slots,
                                             formatSize(shape.slotBytes));
     const std::string shrink =

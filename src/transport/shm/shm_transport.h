@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "transport/connections.h"
 #include "transport/fifo.h"
@@ -23,6 +24,9 @@ struct ShmOptions {
   // Named in the error when /dev/shm lacks room for a segment (the API's variables).
   std::string slotsVariable = "CHORUS_SLOTS";
   std::string slotBytesVariable = "CHORUS_SLOT_BYTES";
+  // The ranks' numbers in messages, by rank of this group (empty = the same numbers): the
+  // mixed transport's per-host groups name ranks by their global number.
+  std::vector<int> rankNames;
 };
 
 // Collective: every rank of the group calls it with the same store namespace, prefix and FIFO

@@ -178,6 +178,8 @@ class TcpConnections final : public ConnectionSet {
     wake(true);
   }
 
+  int progressThreads() const override { return 1; }
+
   std::string peerCall(int peer) const override {
     checkPeer(peer, 0);
     std::lock_guard lock(failureMutex_);

@@ -1,0 +1,162 @@
+// Multi-host runs on this machine: network namespaces joined by a bridge stand in for hosts
+// (scripts/netns_hosts.sh), two ranks per host started with torchrun's variables (rank 0
+// serves the store on its host's address). Inside a host the ranks use shm, across hosts tcp
+// (the default "auto" transport). Checks the exact results of every collective's default
+// algorithm, of the hierarchical AllReduce and of the two-step AllToAll with nodes = hosts, and
+// that a rank killed mid-run or never started gives every other rank a clear error. Skipped
+// with a message where namespaces cannot be made (not root, or a container without
+// CAP_SYS_ADMIN).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "../cli/cli_run.h"
+
+namespace {
+
+using chorus::testing_support::CommandResult;
+using chorus::testing_support::runShell;
+using ::testing::HasSubstr;
+
+constexpr int kHosts = 2;
+constexpr int kRanksPerHost = 2;
+constexpr int kRanks = kHosts * kRanksPerHost;
+
+std::string script() {
+  return std::string("'") + CHORUS_SOURCE_DIR + "/scripts/netns_hosts.sh'";
+}
+
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct RankRun {
+  int exitCode = -1;
+  std::string output;
+};
+
+class NetnsHostsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "multi-host tests need root to create network namespaces";
+    id_ = fmt::format("c{}", ::getpid() % 100000);
+    dir_ = std::filesystem::temp_directory_path() / fmt::format("chorus-netns-{}", id_);
+    std::filesystem::create_directories(dir_);
+    const CommandResult up = runShell(fmt::format("{} up {} {}", script(), id_, kHosts));
+    if (up.exitCode != 0) {
+      runShell(fmt::format("{} down {}", script(), id_));
+      GTEST_SKIP() << "cannot create network namespaces here (a container without "
+                      "CAP_SYS_ADMIN?):\n"
+                   << up.output;
+    }
+    made_ = true;
+  }
+
+  void TearDown() override {
+    if (made_) runShell(fmt::format("{} down {}", script(), id_));
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Runs `command` as every rank (rank r on host r / kRanksPerHost); `rankCommand` may replace
+  // a rank's command. Returns each rank's exit code and output.
+  std::vector<RankRun> launch(const std::string& command, const std::string& environment = "",
+                              const std::function<std::string(int)>& rankCommand = {}) {
+    const int port = 20000 + static_cast<int>(::getpid() % 20000) + (runs_++ % 50);
+    std::string shell = "cd '" + dir_.string() + "'; ";
+    for (int r = 0; r < kRanks; ++r) {
+      const std::string own = rankCommand ? rankCommand(r) : "";
+      shell += fmt::format(
+          "(ip netns exec {}-h{} env RANK={} WORLD_SIZE={} LOCAL_RANK={} MASTER_ADDR=10.231.0.1 "
+          "MASTER_PORT={} CHORUS_TIMEOUT=10s {} {} > out{} 2>&1; echo $? > rc{}) & ",
+          id_, r / kRanksPerHost, r, kRanks, r % kRanksPerHost, port, environment,
+          own.empty() ? command : own, r, r);
+    }
+    shell += "wait";
+    runShell(shell);
+    std::vector<RankRun> runs(kRanks);
+    for (int r = 0; r < kRanks; ++r) {
+      const std::string rc = readFile(dir_ / fmt::format("rc{}", r));
+      runs[static_cast<std::size_t>(r)].exitCode = rc.empty() ? -1 : std::stoi(rc);
+      runs[static_cast<std::size_t>(r)].output = readFile(dir_ / fmt::format("out{}", r));
+    }
+    return runs;
+  }
+
+  static std::string bench(const std::string& arguments) {
+    return fmt::format("'{}' bench {} --launched -b 1K -e 256K -f 16 --budget 0.01", CHORUS_CLI,
+                       arguments);
+  }
+
+  void expectExact(const std::string& arguments) {
+    SCOPED_TRACE(arguments);
+    const std::vector<RankRun> runs = launch(bench(arguments));
+    for (int r = 0; r < kRanks; ++r)
+      EXPECT_EQ(runs[static_cast<std::size_t>(r)].exitCode, 0)
+          << "rank " << r << ":\n"
+          << runs[static_cast<std::size_t>(r)].output;
+    EXPECT_THAT(runs[0].output, HasSubstr("# Wrong elements       : 0 OK"));
+    EXPECT_THAT(runs[0].output, HasSubstr(fmt::format("{} ranks (auto)", kRanks)));
+  }
+
+  std::string id_;
+  std::filesystem::path dir_;
+  bool made_ = false;
+  int runs_ = 0;
+};
+
+TEST_F(NetnsHostsTest, EveryCollectivesDefaultAlgorithmIsExact) {
+  for (const char* collective :
+       {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce"})
+    expectExact(collective);
+}
+
+TEST_F(NetnsHostsTest, HierarchicalAlgorithmsWithNodesAsHostsAreExact) {
+  expectExact("allreduce --algo 'hierarchical{nodes=2}'");
+  expectExact("alltoall --algo 'two-step{nodes=2}'");
+}
+
+TEST_F(NetnsHostsTest, RankKilledMidRunFailsEveryOtherRankWithinTheTimeout) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string longRun = fmt::format(
+      "'{}' bench allreduce --launched -b 64K -e 64K --budget 30 --batches 1000", CHORUS_CLI);
+  const std::vector<RankRun> runs = launch(
+      longRun, "", [&](int r) { return r == 3 ? "timeout -s KILL 2 " + longRun : std::string(); });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(25));
+  EXPECT_EQ(runs[3].exitCode, 137);
+  for (int r = 0; r < 3; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_NE(runs[static_cast<std::size_t>(r)].exitCode, 0);
+    EXPECT_THAT(runs[static_cast<std::size_t>(r)].output, HasSubstr("rank 3"));
+  }
+  // Ranks 0 and 1 see rank 3's connection close (rank 2, on its host, sees the process exit);
+  // whichever fails first aborts the others with that cause, so every message names rank 3.
+  EXPECT_TRUE(runs[0].output.find("lost rank 3") != std::string::npos ||
+              runs[1].output.find("lost rank 3") != std::string::npos)
+      << runs[0].output << runs[1].output;
+}
+
+TEST_F(NetnsHostsTest, RankThatNeverStartsIsNamedWithinTheTimeout) {
+  const std::vector<RankRun> runs =
+      launch(bench("allreduce"), "", [](int r) { return r == 2 ? std::string("true") : ""; });
+  EXPECT_EQ(runs[2].exitCode, 0);
+  for (int r : {0, 1, 3}) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_NE(runs[static_cast<std::size_t>(r)].exitCode, 0);
+    EXPECT_THAT(runs[static_cast<std::size_t>(r)].output, HasSubstr("error"));
+  }
+}
+
+}  // namespace
