@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "perf/bench_args.h"
 #include "runtime/datatype.h"
+#include "support/env.h"
 #include "support/error.h"
 
 namespace chorus::cli {
@@ -24,7 +25,7 @@ struct BenchCommandArgs {
   perf::BenchArgs sweep;
   int ranks = 0;
   std::string algo = "auto";
-  std::string transport = "thread";
+  std::string transport;  // empty: thread, or with --launched CHORUS_TRANSPORT / auto
   std::string bind = "none";
   std::size_t bufferOffset = 0;
   bool launched = false;
@@ -47,12 +48,18 @@ ExitCode runBench(const BenchCommandArgs& given) {
       throw OptionError(
           "--bind pins the ranks chorus bench forks; with --launched, bind with "
           "the launcher (e.g. mpirun --bind-to core)");
-    if (args.transport == "thread" || args.transport.empty()) args.transport = "auto";
+    if (args.transport == "thread")
+      throw OptionError(
+          "--transport thread runs ranks as threads of one process; with "
+          "--launched use auto, shm or tcp (or leave it out for CHORUS_TRANSPORT, "
+          "else auto)");
   } else if (args.ranks < 1) {
     throw OptionError(
         "--ranks must be at least 1, e.g. --ranks 2 (or --launched under a "
         "launcher)");
   }
+  if (args.transport.empty())
+    args.transport = args.launched ? envString("CHORUS_TRANSPORT").value_or("auto") : "thread";
   const auto type = runtime::parseDataType(args.sweep.dtype);
   if (!type)
     throw OptionError(fmt::format(

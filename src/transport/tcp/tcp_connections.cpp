@@ -1,14 +1,18 @@
-// The TCP transport's ConnectionSet (tcp_transport.h): per-peer sockets driven by one
-// progress thread. Algorithm of the progress loop (one iteration):
-//   1. Announce sleep (sleeping_ = true, full fence), then gather: every send FIFO's newly
-//      committed slots become data frames, every receive FIFO's released slots a credit
-//      frame, and queued control frames (call, abort) move to their peers.
-//   2. Write each peer's queue with sendmsg until the socket would block.
-//   3. poll() the sockets and an eventfd: without delay when step 1 found work, else up to
-//      100 ms. Producers (commitSend, releaseRecv, abort, publishCall) write the eventfd only
-//      when the thread announced sleep, so a busy thread costs them no syscall.
-//   4. Read every readable socket: a header, then its payload, straight into the receive
-//      FIFO's slot for data frames.
+// The TCP transport's ConnectionSet (tcp_transport.h): per-peer non-blocking sockets. Bytes
+// move under ioMutex_, by whichever thread holds it:
+//   * the interpreter, through its FIFO calls (TcpProgress): a commit or a release gathers
+//     and writes at once; an empty receive FIFO or a send FIFO out of credits reads the
+//     sockets. No thread handoff on the fast path, as in MPI progress engines.
+//   * a progress thread otherwise (between calls, or when the lock was busy). One iteration:
+//     1. Announce sleep (sleeping_ = true, by an exchange: see wake()), then gather: every
+//        send FIFO's newly committed slots become data frames, every receive FIFO's released
+//        slots a credit frame, and queued control frames (call, abort) move to their peers.
+//     2. Write each peer's queue with sendmsg until the socket would block.
+//     3. poll() the sockets and an eventfd, without the lock: without delay when step 1
+//        found work, else up to 100 ms. A FIFO call that finds the lock taken writes the
+//        eventfd only when the thread announced sleep.
+//     4. Read every readable socket: a header, then its payload, straight into the receive
+//        FIFO's slot for data frames.
 // A peer that closes without a bye, resets, overruns its credits or sends a malformed frame
 // fails the group on this rank (abortReason()).
 #include <fmt/format.h>
@@ -91,16 +95,16 @@ struct Incoming {
 struct Peer {
   SocketFd fd;
   std::string where;
-  std::deque<Outgoing> out;  // progress thread only
-  Incoming in;               // progress thread only
-  bool departed = false;     // sent bye (progress thread only)
-  bool closed = false;       // socket done with (progress thread only)
+  std::deque<Outgoing> out;  // TcpConnections::ioMutex_
+  Incoming in;               // TcpConnections::ioMutex_
+  bool departed = false;     // sent bye (ioMutex_)
+  bool closed = false;       // socket done with (ioMutex_)
   // By channel; guarded by TcpConnections::fifoMutex_.
   std::vector<std::unique_ptr<TcpSendFifo>> send;
   std::vector<std::unique_ptr<TcpRecvFifo>> recv;
 };
 
-class TcpConnections final : public ConnectionSet {
+class TcpConnections final : public ConnectionSet, private TcpProgress {
  public:
   TcpConnections(int rank, int nranks, const TcpOptions& options, std::vector<TcpPeerLink> links)
       : rank_(rank),
@@ -140,7 +144,8 @@ class TcpConnections final : public ConnectionSet {
     auto& byChannel = peers_[ix(peer)].send;
     if (ix(channel) >= byChannel.size()) byChannel.resize(ix(channel) + 1);
     if (!byChannel[ix(channel)]) {
-      byChannel[ix(channel)] = std::make_unique<TcpSendFifo>(fifo_, [this] { wake(false); });
+      byChannel[ix(channel)] =
+          std::make_unique<TcpSendFifo>(fifo_, static_cast<TcpProgress&>(*this));
       sends_.push_back({peer, channel, byChannel[ix(channel)].get()});
       fifoGeneration_.fetch_add(1, std::memory_order_release);
     }
@@ -216,7 +221,8 @@ class TcpConnections final : public ConnectionSet {
     auto& byChannel = peers_[ix(peer)].recv;
     if (ix(channel) >= byChannel.size()) byChannel.resize(ix(channel) + 1);
     if (!byChannel[ix(channel)]) {
-      byChannel[ix(channel)] = std::make_unique<TcpRecvFifo>(fifo_, [this] { wake(false); });
+      byChannel[ix(channel)] =
+          std::make_unique<TcpRecvFifo>(fifo_, static_cast<TcpProgress&>(*this));
       recvs_.push_back({peer, channel, byChannel[ix(channel)].get()});
       fifoGeneration_.fetch_add(1, std::memory_order_release);
     }
@@ -232,30 +238,73 @@ class TcpConnections final : public ConnectionSet {
     return true;
   }
 
+  // Both sides update sleeping_ with read-modify-writes, so they are totally ordered: either
+  // this exchange reads the thread's "sleeping" (and writes the eventfd), or the thread's next
+  // exchange reads this one's value and so sees the work published before it.
   void wake(bool always) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (sleeping_.exchange(false) || always) {
+    if (sleeping_.exchange(false, std::memory_order_acq_rel) || always) {
       const std::uint64_t one = 1;
       [[maybe_unused]] const ssize_t n = ::write(wakeFd_.get(), &one, sizeof(one));
     }
   }
 
-  // ---- progress thread ----------------------------------------------------------------------
+  // ---- moving bytes (under ioMutex_) -------------------------------------------------------
+
+  void kick() override {
+    std::unique_lock lock(ioMutex_, std::try_to_lock);
+    if (!lock) return wake(false);
+    guarded([&] {
+      gather();
+      writeAll();
+    });
+  }
+
+  void poke() override {
+    std::unique_lock lock(ioMutex_, std::try_to_lock);
+    if (!lock) return;  // the holder is moving bytes
+    guarded([&] {
+      for (int r = 0; r < nranks_; ++r)
+        if (r != rank_) readSome(r);
+      gather();
+      writeAll();
+    });
+  }
+
+  // Runs `work`; an unexpected failure fails the group instead of escaping into a FIFO call.
+  template <typename F>
+  void guarded(F work) {
+    try {
+      work();
+    } catch (const std::exception& e) {
+      fail(fmt::format("rank {}: tcp transport failed: {}", rank_, e.what()));
+    }
+  }
+
+  bool writeAll() {
+    bool wrote = false;
+    for (int r = 0; r < nranks_; ++r)
+      if (r != rank_) wrote = writeSome(r) || wrote;
+    return wrote;
+  }
 
   void progressLoop() {
-    try {
-      std::vector<pollfd> polls;
-      while (true) {
-        sleeping_.store(true);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        const bool stopping = stopping_.load(std::memory_order_acquire);
-        bool busy = gather();
-        if (stopping) {
-          sayGoodbye();
+    std::vector<pollfd> polls;
+    while (true) {
+      sleeping_.exchange(true, std::memory_order_acq_rel);
+      bool busy = false;
+      {
+        std::lock_guard lock(ioMutex_);
+        if (stopping_.load(std::memory_order_acquire)) {
+          guarded([&] {
+            gather();
+            sayGoodbye();
+          });
           return;
         }
-        for (int r = 0; r < nranks_; ++r)
-          if (r != rank_) busy = writeSome(r) || busy;
+        guarded([&] {
+          const bool gathered = gather();
+          busy = writeAll() || gathered;
+        });
         polls.assign(1, pollfd{wakeFd_.get(), POLLIN, 0});
         for (int r = 0; r < nranks_; ++r) {
           const Peer& peer = peers_[ix(r)];
@@ -263,24 +312,25 @@ class TcpConnections final : public ConnectionSet {
           polls.push_back(
               {peer.fd.get(), static_cast<short>(POLLIN | (peer.out.empty() ? 0 : POLLOUT)), 0});
         }
-        int ready = ::poll(polls.data(), polls.size(), busy ? 0 : kIdlePollMs);
-        sleeping_.store(false);
-        if (ready < 0 && errno != EINTR)
-          throw CommError(fmt::format("tcp transport: poll: {}", std::strerror(errno)));
-        if (ready <= 0) continue;
-        if (polls[0].revents != 0) {
-          std::uint64_t count = 0;
-          [[maybe_unused]] const ssize_t n = ::read(wakeFd_.get(), &count, sizeof(count));
-        }
+      }
+      const int ready = ::poll(polls.data(), polls.size(), busy ? 0 : kIdlePollMs);
+      sleeping_.store(false, std::memory_order_release);
+      if (ready < 0 && errno != EINTR)
+        fail(fmt::format("rank {}: tcp transport: poll: {}", rank_, std::strerror(errno)));
+      if (ready <= 0) continue;
+      if (polls[0].revents != 0) {
+        std::uint64_t count = 0;
+        [[maybe_unused]] const ssize_t n = ::read(wakeFd_.get(), &count, sizeof(count));
+      }
+      std::lock_guard lock(ioMutex_);
+      guarded([&] {
         for (std::size_t i = 1; i < polls.size(); ++i) {
           if (polls[i].revents == 0) continue;
           const int r = peerOfFd(polls[i].fd);
           if (polls[i].revents & (POLLIN | POLLHUP | POLLERR)) readSome(r);
           if (polls[i].revents & POLLOUT) writeSome(r);
         }
-      }
-    } catch (const std::exception& e) {
-      fail(fmt::format("rank {}: tcp transport progress thread failed: {}", rank_, e.what()));
+      });
     }
   }
 
@@ -518,15 +568,16 @@ class TcpConnections final : public ConnectionSet {
   int rank_;
   int nranks_;
   FifoOptions fifo_;
-  std::vector<Peer> peers_;
+  std::mutex ioMutex_;       // whoever moves bytes: Peer::out, in, departed, closed; snapshots
+  std::vector<Peer> peers_;  // the fifo vectors: fifoMutex_
 
   mutable std::mutex fifoMutex_;
   std::vector<SendEntry> sends_;
   std::vector<RecvEntry> recvs_;
   std::atomic<std::uint64_t> fifoGeneration_{0};
-  std::uint64_t seenGeneration_ = ~0ull;  // progress thread
-  std::vector<SendEntry> sendSnapshot_;   // progress thread
-  std::vector<RecvEntry> recvSnapshot_;   // progress thread
+  std::uint64_t seenGeneration_ = ~0ull;  // ioMutex_
+  std::vector<SendEntry> sendSnapshot_;   // ioMutex_
+  std::vector<RecvEntry> recvSnapshot_;   // ioMutex_
 
   std::mutex controlMutex_;
   std::vector<std::pair<int, Outgoing>> control_;

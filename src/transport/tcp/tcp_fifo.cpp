@@ -1,21 +1,22 @@
 #include "transport/tcp/tcp_fifo.h"
 
-#include <utility>
-
 #include "support/error.h"
 
 namespace chorus::transport {
 
-TcpSendFifo::TcpSendFifo(const FifoOptions& options, std::function<void()> wake)
+TcpSendFifo::TcpSendFifo(const FifoOptions& options, TcpProgress& progress)
     : slots_(static_cast<std::uint64_t>(options.slots)),
       slotBytes_(options.slotBytes),
       buffer_(static_cast<std::size_t>(options.slots) * options.slotBytes),
       meta_(static_cast<std::size_t>(options.slots)),
-      wake_(std::move(wake)) {}
+      progress_(progress) {}
 
 std::uint8_t* TcpSendFifo::trySendSlot() {
   const std::uint64_t committed = committed_.load(std::memory_order_relaxed);
-  if (committed - credited_.load(std::memory_order_acquire) >= slots_) return nullptr;
+  if (committed - credited_.load(std::memory_order_acquire) >= slots_) {
+    progress_.poke();  // credits may be waiting on the socket
+    if (committed - credited_.load(std::memory_order_acquire) >= slots_) return nullptr;
+  }
   return buffer_.data() + (committed % slots_) * slotBytes_;
 }
 
@@ -24,7 +25,7 @@ void TcpSendFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
   CHORUS_INTERNAL_ASSERT(bytes <= slotBytes_, "a message larger than its slot");
   meta_[committed % slots_] = {bytes, tag};
   committed_.store(committed + 1, std::memory_order_release);
-  wake_();
+  progress_.kick();
 }
 
 bool TcpSendFifo::nextToSend(const std::uint8_t** data, std::size_t* bytes, std::uint64_t* tag) {
@@ -37,16 +38,19 @@ bool TcpSendFifo::nextToSend(const std::uint8_t** data, std::size_t* bytes, std:
   return true;
 }
 
-TcpRecvFifo::TcpRecvFifo(const FifoOptions& options, std::function<void()> wake)
+TcpRecvFifo::TcpRecvFifo(const FifoOptions& options, TcpProgress& progress)
     : slots_(static_cast<std::uint64_t>(options.slots)),
       slotBytes_(options.slotBytes),
       buffer_(static_cast<std::size_t>(options.slots) * options.slotBytes),
       meta_(static_cast<std::size_t>(options.slots)),
-      wake_(std::move(wake)) {}
+      progress_(progress) {}
 
 bool TcpRecvFifo::tryRecvSlot(RecvSlot* slot) {
   const std::uint64_t released = released_.load(std::memory_order_relaxed);
-  if (released == arrived_.load(std::memory_order_acquire)) return false;
+  if (released == arrived_.load(std::memory_order_acquire)) {
+    progress_.poke();
+    if (released == arrived_.load(std::memory_order_acquire)) return false;
+  }
   const std::uint64_t index = released % slots_;
   slot->data = buffer_.data() + index * slotBytes_;
   slot->bytes = meta_[index].bytes;
@@ -56,7 +60,7 @@ bool TcpRecvFifo::tryRecvSlot(RecvSlot* slot) {
 
 void TcpRecvFifo::releaseRecv() {
   released_.fetch_add(1, std::memory_order_release);
-  wake_();
+  progress_.kick();
 }
 
 std::uint8_t* TcpRecvFifo::arrivalSlot() {

@@ -1,6 +1,9 @@
 // The two ends of a TCP connection's FIFO as the interpreter sees them, each a ring of
-// `slots` local slot buffers shared between the interpreter thread and the transport's
-// progress thread (single producer, single consumer, acquire/release counters).
+// `slots` local slot buffers shared between the interpreter thread and whichever thread moves
+// bytes on the socket (single producer, single consumer, acquire/release counters). The
+// interpreter's own calls drive the sockets when they can (TcpProgress: send at once, read
+// when empty), so a message needs no thread handoff; the transport's progress thread covers
+// the rest.
 //
 // Flow control is credit-based: the sender may have at most `slots` slots that the receiver
 // has not released, so the receiver always has a free slot for an arriving data frame. The
@@ -10,19 +13,28 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "transport/fifo.h"
 
 namespace chorus::transport {
 
+// What a FIFO asks of its transport; both never block.
+class TcpProgress {
+ public:
+  virtual ~TcpProgress() = default;
+  // New work to send (a committed slot, a released slot's credit): send it now if no other
+  // thread is moving bytes, else make sure one will.
+  virtual void kick() = 0;
+  // Nothing to receive or no credit: read what the sockets hold now if no other thread is.
+  virtual void poke() = 0;
+};
+
 // Sender end. The interpreter fills and commits slots; the progress thread sends committed
 // slots in order (nextToSend) and adds the receiver's credits.
 class TcpSendFifo final : public Fifo {
  public:
-  // `wake` tells the progress thread there is work (called after each commit).
-  TcpSendFifo(const FifoOptions& options, std::function<void()> wake);
+  TcpSendFifo(const FifoOptions& options, TcpProgress& progress);
 
   std::uint8_t* trySendSlot() override;
   void commitSend(std::size_t bytes, std::uint64_t tag) override;
@@ -48,7 +60,7 @@ class TcpSendFifo final : public Fifo {
   std::size_t slotBytes_;
   std::vector<std::uint8_t> buffer_;
   std::vector<Meta> meta_;
-  std::function<void()> wake_;
+  TcpProgress& progress_;
   std::atomic<std::uint64_t> committed_{0};  // interpreter
   std::atomic<std::uint64_t> credited_{0};   // progress thread
   std::uint64_t queued_ = 0;                 // progress thread only
@@ -58,7 +70,7 @@ class TcpSendFifo final : public Fifo {
 // interpreter consumes them in order and releases them; the progress thread returns credits.
 class TcpRecvFifo final : public Fifo {
  public:
-  TcpRecvFifo(const FifoOptions& options, std::function<void()> wake);
+  TcpRecvFifo(const FifoOptions& options, TcpProgress& progress);
 
   std::uint8_t* trySendSlot() override { return nullptr; }
   void commitSend(std::size_t, std::uint64_t) override {}
@@ -84,7 +96,7 @@ class TcpRecvFifo final : public Fifo {
   std::size_t slotBytes_;
   std::vector<std::uint8_t> buffer_;
   std::vector<Meta> meta_;
-  std::function<void()> wake_;
+  TcpProgress& progress_;
   std::atomic<std::uint64_t> arrived_{0};   // progress thread
   std::atomic<std::uint64_t> released_{0};  // interpreter
   std::uint64_t credited_ = 0;              // progress thread only
