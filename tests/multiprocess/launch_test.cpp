@@ -139,7 +139,7 @@ TEST(LaunchTest, UsageErrorsExitTwoWithAFix) {
   EXPECT_THAT(missing.output, HasSubstr("cannot run '/nonexistent/program' for rank 0"));
   const CommandResult remote = launch("-n 2 --hosts node1,node2 true");
   EXPECT_EQ(remote.exitCode, 2);
-  EXPECT_THAT(remote.output, HasSubstr("multi-host launching comes with the TCP transport"));
+  EXPECT_THAT(remote.output, HasSubstr("docs/multihost.md"));
   EXPECT_EQ(launch("-n 2 --hosts localhost:2 true").exitCode, 0);
   const CommandResult grace = launch("-n 2 --grace soon true");
   EXPECT_EQ(grace.exitCode, 2);

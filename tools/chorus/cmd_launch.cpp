@@ -53,9 +53,10 @@ void checkHosts(const std::string& hosts) {
                        (!self.empty() && host == self);
     if (!local) {
       throw OptionError(fmt::format(
-          "--hosts {}: '{}' is not this host; chorus launch runs every rank on this host for now "
-          "(multi-host launching comes with the TCP transport). Use --hosts localhost or leave "
-          "it out",
+          "--hosts {}: '{}' is not this host; chorus launch starts ranks on this host only. "
+          "To run across hosts start the ranks with mpirun (-H/--hostfile, with "
+          "CHORUS_STORE=tcp://HOST:PORT) or with torchrun's variables (RANK, WORLD_SIZE, "
+          "MASTER_ADDR, MASTER_PORT): see docs/multihost.md",
           hosts, host));
     }
     start = comma + 1;
