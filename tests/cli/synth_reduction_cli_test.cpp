@@ -25,6 +25,39 @@ using chorus::testing_support::CommandResult;
 using chorus::testing_support::runCli;
 using chorus::testing_support::runShell;
 
+// A fresh temporary path for this test process.
+std::filesystem::path tempPath(const std::string& name) {
+  return std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_" + name);
+}
+
+// Runs `synth reduction ARGUMENTS --json FILE` and returns the parsed file (null on failure,
+// with the test failed).
+nlohmann::json synthJson(const std::string& arguments) {
+  const std::filesystem::path file = tempPath("synth_reduction.json");
+  const CommandResult r =
+      runCli("synth reduction " + arguments + " --json '" + file.string() + "'");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  if (r.exitCode != 0) return nullptr;
+  std::ifstream in(file);
+  nlohmann::json json = nlohmann::json::parse(in);
+  std::filesystem::remove(file);
+  return json;
+}
+
+// Runs `synth reduction ARGUMENTS --emit DIR`, then `chorus run` on every emitted file;
+// returns the runs' results.
+std::vector<CommandResult> runEmitted(const std::string& arguments,
+                                      const std::filesystem::path& dir) {
+  const CommandResult r = runCli("synth reduction " + arguments + " --emit '" + dir.string() + "'");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("wrote "));
+  std::vector<CommandResult> runs;
+  if (r.exitCode != 0) return runs;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    runs.push_back(runCli("run '" + entry.path().string() + "' --bytes 100000 --dtype int32"));
+  return runs;
+}
+
 TEST(SynthReductionCli, Dgx1PlacementsAndProgramsAsATable) {
   // DGX-1 is [(node,1),(socket,2),(pcie-switch,2),(device,2)]: data 2 x shards 4 has 3
   // placements (the data axis on one of the three levels of size 2), each reducing pairs.
@@ -39,15 +72,9 @@ TEST(SynthReductionCli, Dgx1PlacementsAndProgramsAsATable) {
 }
 
 TEST(SynthReductionCli, JsonListsEveryCandidateWithItsSpeedup) {
-  const std::filesystem::path file = std::filesystem::temp_directory_path() /
-                                     (std::to_string(::getpid()) + "_synth_reduction.json");
-  const CommandResult r = runCli(
-      "synth reduction --topology dgx1 --axes 2,4 --reduce 0 --quiet --threadblocks 6 --json '" +
-      file.string() + "'");
-  ASSERT_EQ(r.exitCode, 0) << r.output;
-  std::ifstream in(file);
-  const nlohmann::json json = nlohmann::json::parse(in);
-  std::filesystem::remove(file);
+  const nlohmann::json json =
+      synthJson("--topology dgx1 --axes 2,4 --reduce 0 --quiet --threadblocks 6");
+  ASSERT_FALSE(json.is_null());
   EXPECT_EQ(json.at("axes"), nlohmann::json({2, 4}));
   ASSERT_EQ(json.at("candidates").size(), 9u);
   std::set<int> placements;
@@ -83,16 +110,9 @@ TEST(SynthReductionCli, P2FindingsOnTwoA100Nodes) {
   // the AllReduce time by orders of magnitude; a reduction that crosses nodes is beaten by a
   // topology-aware program; one that stays inside a node is best as a single AllReduce
   // (every program on the same threadblock budget).
-  const std::filesystem::path file = std::filesystem::temp_directory_path() /
-                                     (std::to_string(::getpid()) + "_synth_reduction_a100.json");
-  const CommandResult r = runCli(
-      "synth reduction --topology hgx-a100-16 --nodes 2 --axes 4,8 --reduce 0 --size-limit 4 "
-      "--quiet --json '" +
-      file.string() + "'");
-  ASSERT_EQ(r.exitCode, 0) << r.output;
-  std::ifstream in(file);
-  const nlohmann::json json = nlohmann::json::parse(in);
-  std::filesystem::remove(file);
+  const nlohmann::json json =
+      synthJson("--topology hgx-a100-16 --nodes 2 --axes 4,8 --reduce 0 --size-limit 4 --quiet");
+  ASSERT_FALSE(json.is_null());
   std::map<int, double> bestSpeedup;
   std::map<int, bool> crossesNodes;
   double fastestAllReduce = 1e9;
@@ -118,46 +138,30 @@ TEST(SynthReductionCli, P2FindingsOnTwoA100Nodes) {
 
 TEST(SynthReductionCli, EmittedProgramRunsWithExactResults) {
   // Reducing all 8 GPUs makes the program an AllReduce that `chorus run` checks.
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    (std::to_string(::getpid()) + "_synth_reduction_emit");
-  const CommandResult r = runCli(
-      "synth reduction --topology dgx1 --axes 8 --reduce 0 --quiet "
-      "--instances 1 --top 1 --emit '" +
-      dir.string() + "'");
-  ASSERT_EQ(r.exitCode, 0) << r.output;
-  ASSERT_THAT(r.output, HasSubstr("wrote "));
-  int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    ++files;
-    const CommandResult run =
-        runCli("run '" + entry.path().string() + "' --bytes 100000 --dtype int32");
+  const std::filesystem::path dir = tempPath("synth_reduction_emit");
+  const std::vector<CommandResult> runs =
+      runEmitted("--topology dgx1 --axes 8 --reduce 0 --quiet --instances 1 --top 1", dir);
+  EXPECT_EQ(runs.size(), 1u);
+  for (const CommandResult& run : runs) {
     EXPECT_EQ(run.exitCode, 0) << run.output;
     EXPECT_THAT(run.output, HasSubstr("on 8 ranks"));
     EXPECT_THAT(run.output, HasSubstr("correct"));
   }
-  EXPECT_EQ(files, 1);
   std::filesystem::remove_all(dir);
 }
 
 TEST(SynthReductionCli, EmittedGroupReductionsRunWithExactResults) {
   // Reducing one axis of 2 x 4 gives several reduction groups: the XML names its group
   // reduction, so `chorus run` checks every rank against its own group's sum.
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    (std::to_string(::getpid()) + "_synth_reduction_groups");
-  const CommandResult r = runCli(
-      "synth reduction --topology dgx1 --axes 2,4 --reduce 1 --quiet --instances 1 --top 2 "
-      "--emit '" +
-      dir.string() + "'");
-  ASSERT_EQ(r.exitCode, 0) << r.output;
-  int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    ++files;
-    const CommandResult run =
-        runCli("run '" + entry.path().string() + "' --bytes 100000 --dtype int32");
+  const std::filesystem::path dir = tempPath("synth_reduction_groups");
+  const std::vector<CommandResult> runs =
+      runEmitted("--topology dgx1 --axes 2,4 --reduce 1 --quiet --instances 1 --top 2", dir);
+  EXPECT_EQ(runs.size(), 2u);
+  for (const CommandResult& run : runs) {
     EXPECT_EQ(run.exitCode, 0) << run.output;
     EXPECT_THAT(run.output, HasSubstr("correct (200000 elements checked)"));
   }
-  EXPECT_EQ(files, 2);
+  ASSERT_FALSE(runs.empty());
   // Without its name the collective is unknown: `chorus run` says it did not check.
   const std::filesystem::path first = *std::filesystem::directory_iterator(dir);
   const std::filesystem::path plain = dir / "plain.xml";
@@ -172,8 +176,7 @@ TEST(SynthReductionCli, EmittedGroupReductionsRunWithExactResults) {
 }
 
 TEST(SynthReductionCli, RunMeasuresTheFastestProgramsOnThisHost) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    (std::to_string(::getpid()) + "_synth_reduction_run");
+  const std::filesystem::path dir = tempPath("synth_reduction_run");
   std::filesystem::create_directories(dir);
   const std::string topology = (dir / "local.json").string();
   ASSERT_EQ(runCli("topology detect --no-calibrate --ranks 4 -o '" + topology + "'").exitCode, 0);

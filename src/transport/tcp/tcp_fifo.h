@@ -30,6 +30,12 @@ class TcpProgress {
   virtual void poke() = 0;
 };
 
+// A slot's message size and call tag, beside its payload.
+struct TcpSlotMeta {
+  std::size_t bytes = 0;
+  std::uint64_t tag = 0;
+};
+
 // Sender end. The interpreter fills and commits slots; the progress thread sends committed
 // slots in order (nextToSend) and adds the receiver's credits.
 class TcpSendFifo final : public Fifo {
@@ -52,14 +58,10 @@ class TcpSendFifo final : public Fifo {
   }
 
  private:
-  struct Meta {
-    std::size_t bytes = 0;
-    std::uint64_t tag = 0;
-  };
   std::uint64_t slots_;
   std::size_t slotBytes_;
   std::vector<std::uint8_t> buffer_;
-  std::vector<Meta> meta_;
+  std::vector<TcpSlotMeta> meta_;
   TcpProgress& progress_;
   std::atomic<std::uint64_t> committed_{0};  // interpreter
   std::atomic<std::uint64_t> credited_{0};   // progress thread
@@ -88,14 +90,10 @@ class TcpRecvFifo final : public Fifo {
   std::uint64_t takeCredits();
 
  private:
-  struct Meta {
-    std::size_t bytes = 0;
-    std::uint64_t tag = 0;
-  };
   std::uint64_t slots_;
   std::size_t slotBytes_;
   std::vector<std::uint8_t> buffer_;
-  std::vector<Meta> meta_;
+  std::vector<TcpSlotMeta> meta_;
   TcpProgress& progress_;
   std::atomic<std::uint64_t> arrived_{0};   // progress thread
   std::atomic<std::uint64_t> released_{0};  // interpreter
