@@ -125,7 +125,8 @@ class JsonReader {
     Json root;
     try {
       root = Json::parse(text.begin(), text.end());
-    } catch (const Json::parse_error& error) {
+    } catch (const Json::exception& error) {
+      // parse_error, and out_of_range for numbers beyond double (found by fuzz_plan_reader).
       throw ParseError(fmt::format("{}: malformed JSON: {}", source_, error.what()));
     }
     const JsonPath top;

@@ -102,7 +102,7 @@ std::vector<BenchRecord> recordsFromJson(std::string_view text, std::string_view
   json parsed;
   try {
     parsed = json::parse(text);
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {  // parse_error, or out_of_range for huge numbers
     throw ParseError(fmt::format("{}: not valid JSON: {}", source, error.what()));
   }
   if (!parsed.is_array())

@@ -171,7 +171,7 @@ TuningFile parseTuningFile(std::string_view text, std::string_view source) {
   Json json;
   try {
     json = Json::parse(text);
-  } catch (const Json::parse_error& error) {
+  } catch (const Json::exception& error) {  // parse_error, or out_of_range for huge numbers
     throw ParseError(fmt::format("tuning file {}: not valid JSON: {}", source, error.what()));
   }
   const std::string format = stringField(json, "format", source, "top level");

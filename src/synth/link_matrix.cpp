@@ -83,7 +83,7 @@ LinkMatrix parseJsonMatrix(std::string_view text, const std::string& sourceName)
   nlohmann::json document;
   try {
     document = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) {  // also out_of_range for huge numbers
     throw ParseError(
         fmt::format("{}: not valid JSON ({}); write [[0, 2, ...], ...] or {{\"matrix\": "
                     "[[...]]}}",

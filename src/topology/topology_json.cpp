@@ -504,7 +504,7 @@ Topology parseTopologyJson(std::string_view text, std::string_view origin) {
   Json root;
   try {
     root = Json::parse(text);
-  } catch (const Json::parse_error& error) {
+  } catch (const Json::exception& error) {  // parse_error, or out_of_range for huge numbers
     throw ParseError(fmt::format("{}: not valid JSON ({}); fix the syntax", origin, error.what()));
   }
   Topology topology = Reader(origin).read(root);
