@@ -45,6 +45,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kIdlePollMs = 100;
+// The progress thread leaves the sockets to the interpreter until this long after its last
+// poll of an empty FIFO.
+constexpr std::chrono::steady_clock::duration kHandOffAfter = std::chrono::milliseconds(2);
 constexpr std::size_t kMaxCall = 200;
 constexpr std::size_t kMaxReason = 4096;
 constexpr auto kByeFlushLimit = std::chrono::seconds(5);
@@ -175,12 +178,14 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
   }
 
   void publishCall(std::string_view description) override {
-    std::lock_guard lock(controlMutex_);
-    for (int r = 0; r < nranks_; ++r)
-      if (r != rank_ && peers_[ix(r)].fd)
-        control_.push_back(
-            {r, makeFrame(FrameKind::call, 0, 0, 0, description.substr(0, kMaxCall))});
-    wake(true);
+    {
+      std::lock_guard lock(controlMutex_);
+      for (int r = 0; r < nranks_; ++r)
+        if (r != rank_ && peers_[ix(r)].fd)
+          control_.push_back(
+              {r, makeFrame(FrameKind::call, 0, 0, 0, description.substr(0, kMaxCall))});
+    }
+    kick();  // sent with the call's first data, without waking the progress thread
   }
 
   int progressThreads() const override { return 1; }
@@ -260,6 +265,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
   }
 
   void poke() override {
+    lastPoke_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
     std::unique_lock lock(ioMutex_, std::try_to_lock);
     if (!lock) return;  // the holder is moving bytes
     guarded([&] {
@@ -306,14 +312,22 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
           busy = writeAll() || gathered;
         });
         polls.assign(1, pollfd{wakeFd_.get(), POLLIN, 0});
-        for (int r = 0; r < nranks_; ++r) {
+        // While the interpreter polls its FIFOs it reads the sockets itself: waking this
+        // thread for every arriving frame would only steal a core from it.
+        const auto sincePoke =
+            Clock::now().time_since_epoch().count() - lastPoke_.load(std::memory_order_relaxed);
+        const bool interpreterPolls = sincePoke < kHandOffAfter.count();
+        for (int r = 0; r < nranks_ && !interpreterPolls; ++r) {
           const Peer& peer = peers_[ix(r)];
           if (r == rank_ || peer.closed) continue;
           polls.push_back(
               {peer.fd.get(), static_cast<short>(POLLIN | (peer.out.empty() ? 0 : POLLOUT)), 0});
         }
       }
-      const int ready = ::poll(polls.data(), polls.size(), busy ? 0 : kIdlePollMs);
+      const int ready = ::poll(polls.data(), polls.size(),
+                               busy                ? 0
+                               : polls.size() == 1 ? 1
+                                                   : kIdlePollMs);
       sleeping_.store(false, std::memory_order_release);
       if (ready < 0 && errno != EINTR)
         fail(fmt::format("rank {}: tcp transport: poll: {}", rank_, std::strerror(errno)));
@@ -589,6 +603,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
 
   SocketFd wakeFd_;
   std::atomic<bool> sleeping_{false};
+  std::atomic<Clock::rep> lastPoke_{0};  // when a FIFO call last polled (steady clock ticks)
   std::atomic<bool> stopping_{false};
   std::thread progress_;
 };
