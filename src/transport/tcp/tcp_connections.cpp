@@ -506,7 +506,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     Incoming& in = peer.in;
     in.inPayload = false;
     in.headerBytes = 0;
-    const std::string text(in.scratch.begin(), in.scratch.end());
+    const auto text = [&] { return std::string(in.scratch.begin(), in.scratch.end()); };
     switch (in.frame.kind) {
       case FrameKind::data:
         in.fifo->commitArrival(in.frame.bytes, in.frame.tag);
@@ -527,11 +527,11 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
       }
       case FrameKind::call: {
         std::lock_guard lock(failureMutex_);
-        peerCalls_[ix(r)] = text;
+        peerCalls_[ix(r)] = text();
         break;
       }
       case FrameKind::abort:
-        fail(text);
+        fail(text());
         break;
       case FrameKind::bye:
         peer.departed = true;
