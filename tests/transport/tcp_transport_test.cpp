@@ -1,12 +1,14 @@
 // The TCP transport over loopback (transport/tcp/tcp_transport.h): FIFO order, sizes and tags
 // on several channels with more messages than slots (credits), a ring AllReduce with exact
-// results, abort and published calls, clean leaving versus a peer that dies, and a rendezvous
-// that refuses garbage, other groups and wrong tokens.
+// results, abort and published calls, clean leaving versus a peer that dies, a connected peer
+// that sends garbage, resets or returns bogus credits, and a rendezvous that refuses garbage,
+// other groups and wrong tokens.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -24,6 +26,7 @@
 #include "transport/in_memory_store.h"
 #include "transport/socket_io.h"
 #include "transport/tcp/tcp_bootstrap.h"
+#include "transport/tcp/tcp_frame.h"
 #include "transport/tcp/tcp_transport.h"
 
 namespace chorus::transport {
@@ -188,18 +191,61 @@ TEST(TcpTransport, PeerProcessThatDiesFailsTheGroupNamingIt) {
 }
 
 // Connects to where rank 0 of `group` listens (from the store) and sends `bytes`.
-void sendToRankZero(Store& store, const std::string& group, const std::string& bytes) {
+// A connection to where rank 0 of `group` listens (from the store); -1 on failure.
+SocketFd connectToRankZero(Store& store, const std::string& group) {
   const std::string record = toString(store.get("tcp/" + group + "/addr/0", 20s));
   char address[128] = {};
   int port = 0;
-  ASSERT_EQ(std::sscanf(record.c_str(), "%127s %d", address, &port), 2);
+  if (std::sscanf(record.c_str(), "%127s %d", address, &port) != 2) return {};
   auto resolved = resolve(address, port, false);
-  ASSERT_TRUE(std::holds_alternative<AddrInfoList>(resolved));
+  if (!std::holds_alternative<AddrInfoList>(resolved)) return {};
   const addrinfo* info = std::get<AddrInfoList>(resolved).get();
   SocketFd fd(::socket(info->ai_family, SOCK_STREAM, 0));
-  ASSERT_EQ(::connect(fd.get(), info->ai_addr, info->ai_addrlen), 0);
+  if (::connect(fd.get(), info->ai_addr, info->ai_addrlen) != 0) return {};
+  return fd;
+}
+
+void sendBytes(const SocketFd& fd, const std::string& bytes) {
   const std::vector<std::uint8_t> data(bytes.begin(), bytes.end());
   EXPECT_FALSE(sendAll(fd.get(), data, Clock::now() + 5s).has_value());
+}
+
+// Connects to where rank 0 of `group` listens and sends `bytes`.
+void sendToRankZero(Store& store, const std::string& group, const std::string& bytes) {
+  const SocketFd fd = connectToRankZero(store, group);
+  ASSERT_TRUE(fd);
+  sendBytes(fd, bytes);
+}
+
+// Rank 0 of a 2-rank group in a thread, and a hand-made rank 1 that completes the rendezvous
+// (a valid hello) and then does what the test wants with its socket.
+void withFakeRankOne(const std::string& group, const std::function<void(SocketFd&)>& act,
+                     const std::function<void(ConnectionSet&)>& check) {
+  InMemoryStore store;
+  const TcpOptions options = smallOptions(group);
+  std::unique_ptr<ConnectionSet> zero;
+  std::thread rankZero([&] {
+    try {
+      zero = connectTcp(store, 0, 2, options);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+  });
+  store.set("tcp/" + group + "/netns/1", toBytes(networkNamespaceId()));
+  store.set("tcp/" + group + "/addr/1", toBytes("127.0.0.1 1 fakehost lo"));
+  SocketFd fd = connectToRankZero(store, group);
+  ASSERT_TRUE(fd);
+  std::array<std::uint8_t, kFrameHeaderBytes> hello{};
+  FrameHeader header;
+  header.kind = FrameKind::hello;
+  header.count = 1;
+  header.tag = groupTag(group);
+  encodeFrameHeader(header, hello);
+  sendBytes(fd, std::string(hello.begin(), hello.end()));
+  rankZero.join();
+  ASSERT_NE(zero, nullptr);
+  act(fd);
+  check(*zero);
 }
 
 TEST(TcpTransport, GarbageConnectionsAreRefusedAndTheGroupStillForms) {
@@ -223,6 +269,50 @@ TEST(TcpTransport, GarbageConnectionsAreRefusedAndTheGroupStillForms) {
   ASSERT_NE(zero, nullptr) << zeroError;
   EXPECT_EQ(zero->abortReason(), "");
   EXPECT_EQ(one->abortReason(), "");
+}
+
+TEST(TcpTransport, GarbageFromAConnectedPeerFailsTheGroupNamingIt) {
+  withFakeRankOne(
+      "midstream", [](SocketFd& fd) { sendBytes(fd, std::string(64, 'z')); },
+      [](ConnectionSet& zero) {
+        spinUntil([&] { return !zero.abortReason().empty(); }, "the malformed frame");
+        EXPECT_THAT(zero.abortReason(), HasSubstr("lost rank 1 on fakehost"));
+        EXPECT_THAT(zero.abortReason(), HasSubstr("malformed frame: bad magic"));
+      });
+}
+
+TEST(TcpTransport, ConnectionResetFailsTheGroupNamingThePeer) {
+  withFakeRankOne(
+      "reset",
+      [](SocketFd& fd) {
+        // Closing with a zero linger time sends a reset instead of an orderly close.
+        const linger abortive{1, 0};
+        ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &abortive, sizeof(abortive));
+        fd = SocketFd();
+      },
+      [](ConnectionSet& zero) {
+        spinUntil([&] { return !zero.abortReason().empty(); }, "the reset");
+        EXPECT_THAT(zero.abortReason(), HasSubstr("lost rank 1 on fakehost"));
+        EXPECT_THAT(zero.abortReason(), HasSubstr("reset"));
+      });
+}
+
+TEST(TcpTransport, ACreditForSlotsNeverSentFailsTheGroup) {
+  withFakeRankOne(
+      "credit",
+      [](SocketFd& fd) {
+        std::array<std::uint8_t, kFrameHeaderBytes> credit{};
+        FrameHeader header;
+        header.kind = FrameKind::credit;
+        header.count = 3;
+        encodeFrameHeader(header, credit);
+        sendBytes(fd, std::string(credit.begin(), credit.end()));
+      },
+      [](ConnectionSet& zero) {
+        zero.sendFifo(1, 0);  // a FIFO that has sent nothing
+        spinUntil([&] { return !zero.abortReason().empty(); }, "the bogus credit");
+        EXPECT_THAT(zero.abortReason(), HasSubstr("returned 3 credits on channel 0"));
+      });
 }
 
 TEST(TcpTransport, WrongTokenIsRefusedAndNamedWhenTheRankNeverConnects) {
