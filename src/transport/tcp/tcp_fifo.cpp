@@ -4,12 +4,12 @@
 
 namespace chorus::transport {
 
-TcpSendFifo::TcpSendFifo(const FifoOptions& options, TcpProgress& progress)
+TcpSlotRing::TcpSlotRing(const FifoOptions& options, TcpProgress& progress)
     : slots_(static_cast<std::uint64_t>(options.slots)),
       slotBytes_(options.slotBytes),
+      progress_(progress),
       buffer_(static_cast<std::size_t>(options.slots) * options.slotBytes),
-      meta_(static_cast<std::size_t>(options.slots)),
-      progress_(progress) {}
+      meta_(static_cast<std::size_t>(options.slots)) {}
 
 std::uint8_t* TcpSendFifo::trySendSlot() {
   const std::uint64_t committed = committed_.load(std::memory_order_relaxed);
@@ -17,33 +17,25 @@ std::uint8_t* TcpSendFifo::trySendSlot() {
     progress_.poke();  // credits may be waiting on the socket
     if (committed - credited_.load(std::memory_order_acquire) >= slots_) return nullptr;
   }
-  return buffer_.data() + (committed % slots_) * slotBytes_;
+  return slot(committed);
 }
 
 void TcpSendFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
   const std::uint64_t committed = committed_.load(std::memory_order_relaxed);
   CHORUS_INTERNAL_ASSERT(bytes <= slotBytes_, "a message larger than its slot");
-  meta_[committed % slots_] = {bytes, tag};
+  meta(committed) = {bytes, tag};
   committed_.store(committed + 1, std::memory_order_release);
   progress_.kick();
 }
 
 bool TcpSendFifo::nextToSend(const std::uint8_t** data, std::size_t* bytes, std::uint64_t* tag) {
   if (queued_ == committed_.load(std::memory_order_acquire)) return false;
-  const std::uint64_t index = queued_ % slots_;
-  *data = buffer_.data() + index * slotBytes_;
-  *bytes = meta_[index].bytes;
-  *tag = meta_[index].tag;
+  *data = slot(queued_);
+  *bytes = meta(queued_).bytes;
+  *tag = meta(queued_).tag;
   ++queued_;
   return true;
 }
-
-TcpRecvFifo::TcpRecvFifo(const FifoOptions& options, TcpProgress& progress)
-    : slots_(static_cast<std::uint64_t>(options.slots)),
-      slotBytes_(options.slotBytes),
-      buffer_(static_cast<std::size_t>(options.slots) * options.slotBytes),
-      meta_(static_cast<std::size_t>(options.slots)),
-      progress_(progress) {}
 
 bool TcpRecvFifo::tryRecvSlot(RecvSlot* slot) {
   const std::uint64_t released = released_.load(std::memory_order_relaxed);
@@ -51,10 +43,9 @@ bool TcpRecvFifo::tryRecvSlot(RecvSlot* slot) {
     progress_.poke();
     if (released == arrived_.load(std::memory_order_acquire)) return false;
   }
-  const std::uint64_t index = released % slots_;
-  slot->data = buffer_.data() + index * slotBytes_;
-  slot->bytes = meta_[index].bytes;
-  slot->tag = meta_[index].tag;
+  slot->data = this->slot(released);
+  slot->bytes = meta(released).bytes;
+  slot->tag = meta(released).tag;
   return true;
 }
 
@@ -66,12 +57,12 @@ void TcpRecvFifo::releaseRecv() {
 std::uint8_t* TcpRecvFifo::arrivalSlot() {
   const std::uint64_t arrived = arrived_.load(std::memory_order_relaxed);
   if (arrived - released_.load(std::memory_order_acquire) >= slots_) return nullptr;
-  return buffer_.data() + (arrived % slots_) * slotBytes_;
+  return slot(arrived);
 }
 
 void TcpRecvFifo::commitArrival(std::size_t bytes, std::uint64_t tag) {
   const std::uint64_t arrived = arrived_.load(std::memory_order_relaxed);
-  meta_[arrived % slots_] = {bytes, tag};
+  meta(arrived) = {bytes, tag};
   arrived_.store(arrived + 1, std::memory_order_release);
 }
 

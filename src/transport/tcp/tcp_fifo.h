@@ -30,25 +30,43 @@ class TcpProgress {
   virtual void poke() = 0;
 };
 
-// A slot's message size and call tag, beside its payload.
-struct TcpSlotMeta {
-  std::size_t bytes = 0;
-  std::uint64_t tag = 0;
+// The slots of one FIFO end: `slots` payload buffers of `slotBytes`, each with its message
+// size and call tag, and the transport that moves them.
+class TcpSlotRing : public Fifo {
+ public:
+  TcpSlotRing(const FifoOptions& options, TcpProgress& progress);
+  std::size_t slotBytes() const override { return slotBytes_; }
+  int slotCount() const override { return static_cast<int>(slots_); }
+
+ protected:
+  struct Meta {
+    std::size_t bytes = 0;
+    std::uint64_t tag = 0;
+  };
+  std::uint8_t* slot(std::uint64_t sequence) {
+    return buffer_.data() + (sequence % slots_) * slotBytes_;
+  }
+  Meta& meta(std::uint64_t sequence) { return meta_[sequence % slots_]; }
+
+  std::uint64_t slots_;
+  std::size_t slotBytes_;
+  TcpProgress& progress_;
+
+ private:
+  std::vector<std::uint8_t> buffer_;
+  std::vector<Meta> meta_;
 };
 
 // Sender end. The interpreter fills and commits slots; the progress thread sends committed
 // slots in order (nextToSend) and adds the receiver's credits.
-class TcpSendFifo final : public Fifo {
+class TcpSendFifo final : public TcpSlotRing {
  public:
-  TcpSendFifo(const FifoOptions& options, TcpProgress& progress);
+  using TcpSlotRing::TcpSlotRing;
 
   std::uint8_t* trySendSlot() override;
   void commitSend(std::size_t bytes, std::uint64_t tag) override;
   bool tryRecvSlot(RecvSlot*) override { return false; }
   void releaseRecv() override {}
-  std::size_t slotBytes() const override { return slotBytes_; }
-  int slotCount() const override { return static_cast<int>(slots_); }
-
   // Progress thread: the next committed slot not yet handed to the socket, if any.
   bool nextToSend(const std::uint8_t** data, std::size_t* bytes, std::uint64_t* tag);
   void addCredits(std::uint64_t n) { credited_.fetch_add(n, std::memory_order_release); }
@@ -58,11 +76,6 @@ class TcpSendFifo final : public Fifo {
   }
 
  private:
-  std::uint64_t slots_;
-  std::size_t slotBytes_;
-  std::vector<std::uint8_t> buffer_;
-  std::vector<TcpSlotMeta> meta_;
-  TcpProgress& progress_;
   std::atomic<std::uint64_t> committed_{0};  // interpreter
   std::atomic<std::uint64_t> credited_{0};   // progress thread
   std::uint64_t queued_ = 0;                 // progress thread only
@@ -70,16 +83,14 @@ class TcpSendFifo final : public Fifo {
 
 // Receiver end. The progress thread writes arriving data frames into free slots; the
 // interpreter consumes them in order and releases them; the progress thread returns credits.
-class TcpRecvFifo final : public Fifo {
+class TcpRecvFifo final : public TcpSlotRing {
  public:
-  TcpRecvFifo(const FifoOptions& options, TcpProgress& progress);
+  using TcpSlotRing::TcpSlotRing;
 
   std::uint8_t* trySendSlot() override { return nullptr; }
   void commitSend(std::size_t, std::uint64_t) override {}
   bool tryRecvSlot(RecvSlot* slot) override;
   void releaseRecv() override;
-  std::size_t slotBytes() const override { return slotBytes_; }
-  int slotCount() const override { return static_cast<int>(slots_); }
 
   // Progress thread: the slot the next data frame goes to, or nullptr if the sender overran
   // its credits (every slot is still unreleased).
@@ -90,11 +101,6 @@ class TcpRecvFifo final : public Fifo {
   std::uint64_t takeCredits();
 
  private:
-  std::uint64_t slots_;
-  std::size_t slotBytes_;
-  std::vector<std::uint8_t> buffer_;
-  std::vector<TcpSlotMeta> meta_;
-  TcpProgress& progress_;
   std::atomic<std::uint64_t> arrived_{0};   // progress thread
   std::atomic<std::uint64_t> released_{0};  // interpreter
   std::uint64_t credited_ = 0;              // progress thread only
