@@ -271,6 +271,28 @@ TEST(TcpTransport, GarbageConnectionsAreRefusedAndTheGroupStillForms) {
   EXPECT_EQ(one->abortReason(), "");
 }
 
+TEST(TcpTransport, ASilentConnectionDoesNotHangTheRendezvous) {
+  InMemoryStore store;
+  const TcpOptions options = smallOptions("silent");  // 20 s: a hello gets 2 s
+  std::unique_ptr<ConnectionSet> zero;
+  std::thread rankZero([&] {
+    try {
+      zero = connectTcp(store, 0, 2, options);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+  });
+  store.set("tcp/silent/netns/1", toBytes(networkNamespaceId()));
+  const SocketFd silent = connectToRankZero(store, "silent");  // says nothing, stays open
+  ASSERT_TRUE(silent);
+  const auto start = Clock::now();
+  auto one = connectTcp(store, 1, 2, options);
+  rankZero.join();
+  EXPECT_LT(Clock::now() - start, 10s);
+  ASSERT_NE(zero, nullptr);
+  EXPECT_EQ(zero->abortReason(), "");
+}
+
 TEST(TcpTransport, GarbageFromAConnectedPeerFailsTheGroupNamingIt) {
   withFakeRankOne(
       "midstream", [](SocketFd& fd) { sendBytes(fd, std::string(64, 'z')); },

@@ -160,7 +160,8 @@ bool sameToken(const std::string& a, const std::vector<std::uint8_t>& b) {
 int readHello(int fd, int rank, int nranks, const TcpOptions& options, Clock::time_point deadline,
               std::string* why) {
   std::array<std::uint8_t, kFrameHeaderBytes> header{};
-  const auto helloDeadline = std::min(deadline, Clock::now() + kHelloTimeout);
+  const auto helloDeadline =
+      std::min(deadline, Clock::now() + std::min(kHelloTimeout, options.timeout / 10));
   if (auto error = recvAll(fd, header, helloDeadline)) {
     *why = "no hello (" + describe(*error) + ")";
     return -1;
@@ -267,13 +268,17 @@ std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
     }
     sockaddr_storage from{};
     socklen_t length = sizeof(from);
-    SocketFd fd(
-        ::accept4(listener.get(), reinterpret_cast<sockaddr*>(&from), &length, SOCK_CLOEXEC));
+    // Non-blocking, so a connection that never sends its hello costs at most the hello
+    // timeout instead of hanging the rendezvous.
+    SocketFd fd(::accept4(listener.get(), reinterpret_cast<sockaddr*>(&from), &length,
+                          SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!fd) continue;
     std::string why;
     const int peer = readHello(fd.get(), rank, nranks, options, deadline, &why);
     if (peer < 0 || !wanted(peer) || links[static_cast<std::size_t>(peer)].fd) {
-      refused.push_back(why.empty() ? fmt::format("a second connection claiming rank {}", peer)
+      refused.push_back(why.empty() ? fmt::format("a connection claiming rank {}, which is "
+                                                  "already connected or reached over shm",
+                                                  peer)
                                     : why);
       continue;
     }
