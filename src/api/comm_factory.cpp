@@ -1,5 +1,6 @@
 #include "api/comm_factory.h"
 
+#include <algorithm>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -97,6 +98,23 @@ std::vector<Communicator> makeProcessTransportThreadCommunicators(
   return comms;
 }
 
+// Across hosts, AllReduces from this size up run hierarchically (nodes = hosts): shm inside
+// each host, tcp across, on 1/G of the data (docs/performance.md, issue 7).
+constexpr std::string_view kHostAwareMinBytes = "16K";
+
+// The CHORUS_ALGO that runs AllReduce hierarchically when the ranks span several hosts, host
+// by host with as many on each; empty when they do not or the user chose algorithms.
+std::string hostAwareAlgo(const std::vector<int>& hostOfRank, const ResolvedConfig& config) {
+  if (!config.algo.empty() || hostOfRank.empty()) return {};  // the user's choice wins
+  const int nranks = static_cast<int>(hostOfRank.size());
+  const int hosts = *std::max_element(hostOfRank.begin(), hostOfRank.end()) + 1;
+  if (hosts < 2 || nranks % hosts != 0 || nranks / hosts < 2) return {};
+  const int perHost = nranks / hosts;
+  for (int r = 0; r < nranks; ++r)
+    if (hostOfRank[static_cast<std::size_t>(r)] != r / perHost) return {};  // not host by host
+  return fmt::format("allreduce=hierarchical{{nodes={}}}:{}-max", hosts, kHostAwareMinBytes);
+}
+
 }  // namespace
 
 std::shared_ptr<runtime::PlanProvider> selectPlans(int nranks, const ResolvedConfig& config) {
@@ -129,6 +147,12 @@ Communicator makeProcessCommunicator(std::shared_ptr<transport::Store> store,
                                      std::shared_ptr<runtime::PlanProvider> plans) {
   std::shared_ptr<transport::ConnectionSet> connections =
       connectProcess(*store, namePrefix, rank, nranks, config);
+  // Every rank sees the same hosts (exchanged through the store), so every rank picks alike.
+  if (const std::string algo = hostAwareAlgo(connections->hostOfRank(), config); !algo.empty()) {
+    ResolvedConfig hostAware = config;
+    hostAware.algo = algo;
+    plans = selectPlans(nranks, hostAware);
+  }
   TransportHandle handle{connections, connections.get(), std::move(store)};
   return Communicator::Impl::wrap(std::make_unique<Communicator::Impl>(
       rank, nranks, std::move(handle), std::move(plans), config));

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "transport/fifo.h"
 
@@ -35,6 +36,9 @@ class ConnectionSet {
   // Threads the transport runs per rank besides the caller's (tcp's progress thread), so
   // pollers can tell when the host's cores are oversubscribed.
   virtual int progressThreads() const { return 0; }
+  // Which host each rank runs on (hosts numbered in order of their lowest rank), when the
+  // ranks span several hosts and the transport knows it; empty otherwise.
+  virtual std::vector<int> hostOfRank() const { return {}; }
 };
 
 }  // namespace chorus::transport

@@ -17,11 +17,12 @@ std::size_t ix(int i) {
 // over `remote` (global ranks).
 class MixedConnections final : public ConnectionSet {
  public:
-  MixedConnections(int rank, int nranks, std::vector<int> hostRanks,
+  MixedConnections(int rank, int nranks, std::vector<int> hostRanks, std::vector<int> hostOfRank,
                    std::unique_ptr<ConnectionSet> local, std::unique_ptr<ConnectionSet> remote)
       : rank_(rank),
         nranks_(nranks),
         localIndex_(ix(nranks), -1),
+        hostOfRank_(std::move(hostOfRank)),
         local_(std::move(local)),
         remote_(std::move(remote)) {
     for (std::size_t i = 0; i < hostRanks.size(); ++i)
@@ -54,6 +55,7 @@ class MixedConnections final : public ConnectionSet {
     if (local_) local_->publishCall(description);
     remote_->publishCall(description);
   }
+  std::vector<int> hostOfRank() const override { return hostOfRank_; }
   int progressThreads() const override {
     return (local_ ? local_->progressThreads() : 0) + remote_->progressThreads();
   }
@@ -72,6 +74,7 @@ class MixedConnections final : public ConnectionSet {
   int rank_;
   int nranks_;
   std::vector<int> localIndex_;
+  std::vector<int> hostOfRank_;
   std::unique_ptr<ConnectionSet> local_;  // null when this rank is alone on its host
   std::unique_ptr<ConnectionSet> remote_;
 };
@@ -84,13 +87,19 @@ std::unique_ptr<ConnectionSet> connectMixed(Store& store, int rank, int nranks,
   const auto deadline = deadlineAfter(options.shm.timeout);
   const std::string here = networkNamespaceId();
   store.set(fmt::format("mixed/{}/where/{}", prefix, rank), toBytes(here));
-  std::vector<int> hostRanks;
+  std::vector<int> hostRanks;   // the ranks on this host
+  std::vector<int> hostOfRank;  // every rank's host, numbered by lowest rank
+  std::vector<std::string> hosts;
   for (int r = 0; r < nranks; ++r) {
     const auto left = std::max(std::chrono::milliseconds(0),
                                std::chrono::duration_cast<std::chrono::milliseconds>(
                                    deadline - std::chrono::steady_clock::now()));
-    if (toString(store.get(fmt::format("mixed/{}/where/{}", prefix, r), left)) == here)
-      hostRanks.push_back(r);
+    const std::string where =
+        toString(store.get(fmt::format("mixed/{}/where/{}", prefix, r), left));
+    if (where == here) hostRanks.push_back(r);
+    const auto known = std::find(hosts.begin(), hosts.end(), where);
+    hostOfRank.push_back(static_cast<int>(known - hosts.begin()));
+    if (known == hosts.end()) hosts.push_back(where);
   }
   const int hostSize = static_cast<int>(hostRanks.size());
   if (hostSize == nranks) return connectShm(store, rank, nranks, options.shm);
@@ -115,7 +124,8 @@ std::unique_ptr<ConnectionSet> connectMixed(Store& store, int rank, int nranks,
       static_cast<int>(std::find(hostRanks.begin(), hostRanks.end(), rank) - hostRanks.begin());
   auto local = connectShm(hostStore, localRank, hostSize, shm);
   auto remote = connectTcp(store, rank, nranks, tcp);
-  return std::make_unique<MixedConnections>(rank, nranks, std::move(hostRanks), std::move(local),
+  return std::make_unique<MixedConnections>(rank, nranks, std::move(hostRanks),
+                                            std::move(hostOfRank), std::move(local),
                                             std::move(remote));
 }
 

@@ -123,6 +123,18 @@ TEST_F(NetnsHostsTest, EveryCollectivesDefaultAlgorithmIsExact) {
     expectExact(collective);
 }
 
+TEST_F(NetnsHostsTest, DefaultAllReduceAcrossHostsIsHierarchical) {
+  // Ranks 0-1 on one host and 2-3 on the other: from 16 KiB the default is the hierarchical
+  // AllReduce with nodes = hosts (shm inside, tcp across); below, the library default.
+  const std::vector<RankRun> runs = launch(
+      fmt::format("'{}' bench allreduce --launched -b 1K -e 64K -f 64 --budget 0.01", CHORUS_CLI));
+  for (int r = 0; r < kRanks; ++r)
+    EXPECT_EQ(runs[static_cast<std::size_t>(r)].exitCode, 0)
+        << runs[static_cast<std::size_t>(r)].output;
+  EXPECT_THAT(runs[0].output, HasSubstr("allreduce.hierarchical{nodes=2}"));
+  EXPECT_THAT(runs[0].output, HasSubstr("# Wrong elements       : 0 OK"));
+}
+
 TEST_F(NetnsHostsTest, HierarchicalAlgorithmsWithNodesAsHostsAreExact) {
   expectExact("allreduce --algo 'hierarchical{nodes=2}'");
   expectExact("alltoall --algo 'two-step{nodes=2}'");
