@@ -103,9 +103,10 @@ std::vector<Communicator> makeProcessTransportThreadCommunicators(
 constexpr std::string_view kHostAwareMinBytes = "16K";
 
 // The CHORUS_ALGO that runs AllReduce hierarchically when the ranks span several hosts, host
-// by host with as many on each; empty when they do not or the user chose algorithms.
+// by host with as many on each; empty when they do not or the user chose plans.
 std::string hostAwareAlgo(const std::vector<int>& hostOfRank, const ResolvedConfig& config) {
-  if (!config.algo.empty() || hostOfRank.empty()) return {};  // the user's choice wins
+  // The user's choices (CHORUS_ALGO, CHORUS_ALGO_DIR) win.
+  if (!config.algo.empty() || !config.algoDir.empty() || hostOfRank.empty()) return {};
   const int nranks = static_cast<int>(hostOfRank.size());
   const int hosts = *std::max_element(hostOfRank.begin(), hostOfRank.end()) + 1;
   if (hosts < 2 || nranks % hosts != 0 || nranks / hosts < 2) return {};
