@@ -53,7 +53,8 @@ TEST(TcpFrame, EveryFlippedBitIsRefused) {
 
 TEST(TcpFrame, ForeignBytesAreNotAChorusFrame) {
   Header text{};
-  const std::string request = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string request = "GET / HTTP/1.1\r\nHost: chorus.example\r\n\r\n";
+  ASSERT_GE(request.size(), kFrameHeaderBytes);
   std::copy_n(request.begin(), kFrameHeaderBytes, text.begin());
   FrameHeader out;
   EXPECT_THAT(decodeFrameHeader(text, 4096, &out), HasSubstr("not a chorus tcp frame"));
