@@ -554,29 +554,35 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     fail(fmt::format("tcp transport: rank {} lost {}: {}", rank_, peer.where, why));
   }
 
-  // Flushes everything queued, then a bye to every peer (bounded by kByeFlushLimit).
+  // Leaving: flushes everything queued and a bye to every peer, then shuts down the sending
+  // side and keeps reading until each peer closed its side too (bounded by kByeFlushLimit).
+  // Closing a socket with unread bytes would send a reset, and a reset can destroy data the
+  // peer has not read yet; so a rank closes only once its peers have finished with it.
   void sayGoodbye() {
     for (int r = 0; r < nranks_; ++r)
       if (r != rank_ && !peers_[ix(r)].closed)
         peers_[ix(r)].out.push_back(makeFrame(FrameKind::bye, 0, 0, 0));
+    std::vector<bool> shut(ix(nranks_), false);
     const auto deadline = Clock::now() + kByeFlushLimit;
     while (Clock::now() < deadline) {
-      bool pending = false;
       std::vector<pollfd> polls;
       for (int r = 0; r < nranks_; ++r) {
         if (r == rank_) continue;
         writeSome(r);
         Peer& peer = peers_[ix(r)];
-        if (!peer.closed && !peer.out.empty()) {
-          pending = true;
-          polls.push_back({peer.fd.get(), POLLOUT, 0});
+        if (peer.closed) continue;
+        if (peer.out.empty() && !shut[ix(r)]) {
+          ::shutdown(peer.fd.get(), SHUT_WR);
+          shut[ix(r)] = true;
         }
+        polls.push_back(
+            {peer.fd.get(), static_cast<short>(POLLIN | (peer.out.empty() ? 0 : POLLOUT)), 0});
       }
-      if (!pending) break;
+      if (polls.empty()) break;
       ::poll(polls.data(), polls.size(), 10);
+      for (const pollfd& p : polls)
+        if (p.revents & (POLLIN | POLLHUP | POLLERR)) readSome(peerOfFd(p.fd));
     }
-    for (int r = 0; r < nranks_; ++r)
-      if (r != rank_ && peers_[ix(r)].fd) ::shutdown(peers_[ix(r)].fd.get(), SHUT_WR);
   }
 
   int rank_;
