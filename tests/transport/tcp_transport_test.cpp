@@ -191,6 +191,26 @@ TEST(TcpTransport, PeerProcessThatDiesFailsTheGroupNamingIt) {
 }
 
 // Connects to where rank 0 of `group` listens (from the store) and sends `bytes`.
+// Rank 0 of a 2-rank group connecting in its own thread, while the test plays rank 1.
+struct RankZero {
+  RankZero(Store& store, const TcpOptions& options)
+      : thread([&store, options, this] {
+          try {
+            connections = connectTcp(store, 0, 2, options);
+          } catch (const std::exception& e) {
+            error = e.what();
+          }
+        }) {}
+  ~RankZero() {
+    if (thread.joinable()) thread.join();
+  }
+  void join() { thread.join(); }
+
+  std::unique_ptr<ConnectionSet> connections;
+  std::string error;   // what connectTcp threw
+  std::thread thread;  // last: starts once the results above exist
+};
+
 // A connection to where rank 0 of `group` listens (from the store); -1 on failure.
 SocketFd connectToRankZero(Store& store, const std::string& group) {
   const std::string record = toString(store.get("tcp/" + group + "/addr/0", 20s));
@@ -223,14 +243,7 @@ void withFakeRankOne(const std::string& group, const std::function<void(SocketFd
                      const std::function<void(ConnectionSet&)>& check) {
   InMemoryStore store;
   const TcpOptions options = smallOptions(group);
-  std::unique_ptr<ConnectionSet> zero;
-  std::thread rankZero([&] {
-    try {
-      zero = connectTcp(store, 0, 2, options);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << e.what();
-    }
-  });
+  RankZero rankZero(store, options);
   store.set("tcp/" + group + "/netns/1", toBytes(networkNamespaceId()));
   store.set("tcp/" + group + "/addr/1", toBytes("127.0.0.1 1 fakehost lo"));
   SocketFd fd = connectToRankZero(store, group);
@@ -243,45 +256,30 @@ void withFakeRankOne(const std::string& group, const std::function<void(SocketFd
   encodeFrameHeader(header, hello);
   sendBytes(fd, std::string(hello.begin(), hello.end()));
   rankZero.join();
-  ASSERT_NE(zero, nullptr);
+  ASSERT_NE(rankZero.connections, nullptr) << rankZero.error;
   act(fd);
-  check(*zero);
+  check(*rankZero.connections);
 }
 
 TEST(TcpTransport, GarbageConnectionsAreRefusedAndTheGroupStillForms) {
   InMemoryStore store;
   const TcpOptions options = smallOptions("garbage");
-  std::unique_ptr<ConnectionSet> zero;
-  std::string zeroError;
-  std::thread rankZero([&] {
-    try {
-      zero = connectTcp(store, 0, 2, options);
-    } catch (const std::exception& e) {
-      zeroError = e.what();
-    }
-  });
+  RankZero rankZero(store, options);
   // Rank 0 listens once it knows where every rank runs: say rank 1 runs here.
   store.set("tcp/garbage/netns/1", toBytes(networkNamespaceId()));
   sendToRankZero(store, "garbage", "GET / HTTP/1.1\r\nHost: chorus\r\n\r\n and some more bytes");
   sendToRankZero(store, "garbage", "x");  // too short for a header, then closed
   auto one = connectTcp(store, 1, 2, options);
   rankZero.join();
-  ASSERT_NE(zero, nullptr) << zeroError;
-  EXPECT_EQ(zero->abortReason(), "");
+  ASSERT_NE(rankZero.connections, nullptr) << rankZero.error;
+  EXPECT_EQ(rankZero.connections->abortReason(), "");
   EXPECT_EQ(one->abortReason(), "");
 }
 
 TEST(TcpTransport, ASilentConnectionDoesNotHangTheRendezvous) {
   InMemoryStore store;
   const TcpOptions options = smallOptions("silent");  // 20 s: a hello gets 2 s
-  std::unique_ptr<ConnectionSet> zero;
-  std::thread rankZero([&] {
-    try {
-      zero = connectTcp(store, 0, 2, options);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << e.what();
-    }
-  });
+  RankZero rankZero(store, options);
   store.set("tcp/silent/netns/1", toBytes(networkNamespaceId()));
   const SocketFd silent = connectToRankZero(store, "silent");  // says nothing, stays open
   ASSERT_TRUE(silent);
@@ -289,8 +287,8 @@ TEST(TcpTransport, ASilentConnectionDoesNotHangTheRendezvous) {
   auto one = connectTcp(store, 1, 2, options);
   rankZero.join();
   EXPECT_LT(Clock::now() - start, 10s);
-  ASSERT_NE(zero, nullptr);
-  EXPECT_EQ(zero->abortReason(), "");
+  ASSERT_NE(rankZero.connections, nullptr) << rankZero.error;
+  EXPECT_EQ(rankZero.connections->abortReason(), "");
 }
 
 TEST(TcpTransport, GarbageFromAConnectedPeerFailsTheGroupNamingIt) {
@@ -344,18 +342,11 @@ TEST(TcpTransport, WrongTokenIsRefusedAndNamedWhenTheRankNeverConnects) {
   good.timeout = 2s;
   TcpOptions bad = good;
   bad.authToken = "guess";
-  std::string zeroError;
-  std::thread rankZero([&] {
-    try {
-      connectTcp(store, 0, 2, good);
-    } catch (const TimeoutError& e) {
-      zeroError = e.what();
-    }
-  });
+  RankZero rankZero(store, good);
   auto one = connectTcp(store, 1, 2, bad);  // its hello goes out; rank 0 refuses it
   rankZero.join();
-  EXPECT_THAT(zeroError, HasSubstr("ranks 1 to connect"));
-  EXPECT_THAT(zeroError, HasSubstr("wrong or missing CHORUS_AUTH_TOKEN"));
+  EXPECT_THAT(rankZero.error, HasSubstr("ranks 1 to connect"));
+  EXPECT_THAT(rankZero.error, HasSubstr("wrong or missing CHORUS_AUTH_TOKEN"));
   spinUntil([&] { return !one->abortReason().empty(); }, "rank 1 to see the refusal");
   EXPECT_THAT(one->abortReason(), HasSubstr("lost rank 0"));
 }
@@ -364,14 +355,7 @@ TEST(TcpTransport, ConnectionsOfAnotherGroupAreRefused) {
   InMemoryStore store;
   TcpOptions mine = smallOptions("mine");
   mine.timeout = 2s;
-  std::string zeroError;
-  std::thread rankZero([&] {
-    try {
-      connectTcp(store, 0, 2, mine);
-    } catch (const TimeoutError& e) {
-      zeroError = e.what();
-    }
-  });
+  RankZero rankZero(store, mine);
   // A rank of another group that found rank 0's address.
   store.set("tcp/mine/netns/1", toBytes(networkNamespaceId()));
   const std::string record = toString(store.get("tcp/mine/addr/0", 20s));
@@ -381,7 +365,7 @@ TEST(TcpTransport, ConnectionsOfAnotherGroupAreRefused) {
   theirs.groupId = "theirs";
   auto one = connectTcp(store, 1, 2, theirs);
   rankZero.join();
-  EXPECT_THAT(zeroError, HasSubstr("another communicator or job"));
+  EXPECT_THAT(rankZero.error, HasSubstr("another communicator or job"));
 }
 
 TEST(TcpTransport, BadOptionsAreOptionErrors) {

@@ -144,15 +144,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
   Fifo& sendFifo(int peer, int channel) override {
     checkPeer(peer, channel);
     std::lock_guard lock(fifoMutex_);
-    auto& byChannel = peers_[ix(peer)].send;
-    if (ix(channel) >= byChannel.size()) byChannel.resize(ix(channel) + 1);
-    if (!byChannel[ix(channel)]) {
-      byChannel[ix(channel)] =
-          std::make_unique<TcpSendFifo>(fifo_, static_cast<TcpProgress&>(*this));
-      sends_.push_back({peer, channel, byChannel[ix(channel)].get()});
-      fifoGeneration_.fetch_add(1, std::memory_order_release);
-    }
-    return *byChannel[ix(channel)];
+    return findOrMake(peers_[ix(peer)].send, sends_, peer, channel);
   }
 
   Fifo& recvFifo(int peer, int channel) override {
@@ -197,16 +189,14 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
   }
 
  private:
-  struct SendEntry {
+  template <typename FifoT>
+  struct FifoEntry {
     int peer;
     int channel;
-    TcpSendFifo* fifo;
+    FifoT* fifo;
   };
-  struct RecvEntry {
-    int peer;
-    int channel;
-    TcpRecvFifo* fifo;
-  };
+  using SendEntry = FifoEntry<TcpSendFifo>;
+  using RecvEntry = FifoEntry<TcpRecvFifo>;
 
   void checkPeer(int peer, int channel) const {
     if (peer < 0 || peer >= nranks_ || peer == rank_)
@@ -223,15 +213,22 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
   }
 
   TcpRecvFifo& recvFifoLocked(int peer, int channel) {
-    auto& byChannel = peers_[ix(peer)].recv;
+    return findOrMake(peers_[ix(peer)].recv, recvs_, peer, channel);
+  }
+
+  // The FIFO of `channel` in `byChannel`, made on first use and listed in `entries` for the
+  // byte movers; caller holds fifoMutex_.
+  template <typename FifoT>
+  FifoT& findOrMake(std::vector<std::unique_ptr<FifoT>>& byChannel,
+                    std::vector<FifoEntry<FifoT>>& entries, int peer, int channel) {
     if (ix(channel) >= byChannel.size()) byChannel.resize(ix(channel) + 1);
-    if (!byChannel[ix(channel)]) {
-      byChannel[ix(channel)] =
-          std::make_unique<TcpRecvFifo>(fifo_, static_cast<TcpProgress&>(*this));
-      recvs_.push_back({peer, channel, byChannel[ix(channel)].get()});
+    auto& made = byChannel[ix(channel)];
+    if (!made) {
+      made = std::make_unique<FifoT>(fifo_, static_cast<TcpProgress&>(*this));
+      entries.push_back({peer, channel, made.get()});
       fifoGeneration_.fetch_add(1, std::memory_order_release);
     }
-    return *byChannel[ix(channel)];
+    return *made;
   }
 
   // Records the group's first failure; false if one was recorded already.
