@@ -44,7 +44,8 @@ UniqueId getUniqueId() {
   std::lock_guard lock(mutex);
   if (server == nullptr) {
     host = envString("CHORUS_STORE_HOST").value_or("127.0.0.1");
-    server = new transport::TcpStore(host, 0, /*isServer=*/true, std::chrono::seconds(30));
+    server = new transport::TcpStore(host, 0, /*isServer=*/true, std::chrono::seconds(30),
+                                     envString("CHORUS_AUTH_TOKEN").value_or(""));
   }
   UniqueId id;
   id.bytes = transport::makeUniqueId(host, server->port()).bytes;
@@ -80,7 +81,7 @@ Communicator Communicator::initRank(int nranks, const UniqueId& id, int rank,
   auto plans = api::selectPlans(nranks, resolved);
   const int index = api::nextCommunicatorIndex(fmt::format("id {:016x} rank {}", nonce, rank));
   auto tcp = std::make_shared<transport::TcpStore>(address.host, address.port, /*isServer=*/false,
-                                                   resolved.timeout);
+                                                   resolved.timeout, resolved.authToken);
   auto store =
       std::make_shared<transport::PrefixStore>(tcp, fmt::format("{:016x}/comm{}", nonce, index));
   return api::makeProcessCommunicator(store, fmt::format("chorus-{:016x}-{}", nonce, index), rank,

@@ -11,7 +11,8 @@ namespace chorus {
 
 Communicator Communicator::initFromEnvironment(const CommConfig& config) {
   const auto resolved = api::resolveConfig(config, api::InitKind::perProcess);
-  transport::EnvBootstrap boot = transport::bootstrapFromEnvironment(resolved.timeout);
+  transport::EnvBootstrap boot =
+      transport::bootstrapFromEnvironment(resolved.timeout, resolved.authToken);
   auto plans = api::selectPlans(boot.size, resolved);
   const int index =
       api::nextCommunicatorIndex(fmt::format("job {} rank {}", boot.jobId, boot.rank));

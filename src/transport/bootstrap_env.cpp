@@ -176,7 +176,8 @@ bool isIpv6(std::string_view host) {
 
 // A store from CHORUS_STORE: tcp://HOST:PORT (served here when `serve`) or file:///DIR.
 std::shared_ptr<Store> storeFromSpec(const std::string& spec, bool serve,
-                                     std::chrono::milliseconds timeout) {
+                                     std::chrono::milliseconds timeout,
+                                     const std::string& authToken) {
   const auto fail = [&](std::string_view problem) -> std::shared_ptr<Store> {
     throw OptionError(fmt::format(
         "CHORUS_STORE='{}' {}; use tcp://HOST:PORT or file:///ABSOLUTE/DIRECTORY", spec, problem));
@@ -198,14 +199,14 @@ std::shared_ptr<Store> storeFromSpec(const std::string& spec, bool serve,
     host = host.substr(1, host.size() - 2);
   const int port =
       parseInt("CHORUS_STORE port", std::string(text.substr(colon + 1)), 1, 65535, "a TCP port");
-  return std::make_shared<TcpStore>(host, port, serve, timeout);
+  return std::make_shared<TcpStore>(host, port, serve, timeout, authToken);
 }
 
 std::shared_ptr<Store> openStore(const EnvVariables& variables, const Launch& launch,
-                                 std::chrono::milliseconds timeout) {
+                                 std::chrono::milliseconds timeout, const std::string& authToken) {
   const auto spec = lookup(variables, "CHORUS_STORE");
-  if (launch.source == "chorus launch") return storeFromSpec(*spec, false, timeout);
-  if (spec) return storeFromSpec(*spec, launch.rank == 0, timeout);
+  if (launch.source == "chorus launch") return storeFromSpec(*spec, false, timeout, authToken);
+  if (spec) return storeFromSpec(*spec, launch.rank == 0, timeout, authToken);
   if (launch.source == "Open MPI mpirun") {
     if (auto local = lookup(variables, "OMPI_COMM_WORLD_LOCAL_SIZE")) {
       const int localSize =
@@ -226,8 +227,9 @@ std::shared_ptr<Store> openStore(const EnvVariables& variables, const Launch& la
   const std::string& address = launch.masterAddress;
   const int port = launch.storePort;
   if (launch.rank == 0)
-    return std::make_shared<TcpStore>(isIpv6(address) ? "::" : "0.0.0.0", port, true, timeout);
-  return std::make_shared<TcpStore>(address, port, false, timeout);
+    return std::make_shared<TcpStore>(isIpv6(address) ? "::" : "0.0.0.0", port, true, timeout,
+                                      authToken);
+  return std::make_shared<TcpStore>(address, port, false, timeout, authToken);
 }
 
 }  // namespace
@@ -252,7 +254,8 @@ std::optional<std::string> detectLauncher() {
 }
 
 EnvBootstrap bootstrapFromVariables(const EnvVariables& variables,
-                                    std::chrono::milliseconds timeout) {
+                                    std::chrono::milliseconds timeout,
+                                    const std::string& authToken) {
   const std::optional<Launch> launch = parseLaunch(variables);
   if (!launch) {
     throw OptionError(fmt::format(
@@ -266,13 +269,14 @@ EnvBootstrap bootstrapFromVariables(const EnvVariables& variables,
   boot.localRank = launch->localRank;
   boot.source = launch->source;
   boot.jobId = launch->jobId;
-  boot.store =
-      std::make_shared<PrefixStore>(openStore(variables, *launch, timeout), "job-" + boot.jobId);
+  boot.store = std::make_shared<PrefixStore>(openStore(variables, *launch, timeout, authToken),
+                                             "job-" + boot.jobId);
   return boot;
 }
 
-EnvBootstrap bootstrapFromEnvironment(std::chrono::milliseconds timeout) {
-  return bootstrapFromVariables(launcherVariables(), timeout);
+EnvBootstrap bootstrapFromEnvironment(std::chrono::milliseconds timeout,
+                                      const std::string& authToken) {
+  return bootstrapFromVariables(launcherVariables(), timeout, authToken);
 }
 
 }  // namespace chorus::transport

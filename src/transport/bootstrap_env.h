@@ -48,9 +48,13 @@ std::optional<std::string> detectLauncher(const EnvVariables& variables);
 //     reached at MASTER_ADDR; CHORUS_STORE overrides it like for mpirun.
 // CHORUS_JOB_ID, when set, overrides the job id for every launcher. `timeout` bounds the
 // connection to a TCP store. Throws OptionError listing the variables looked for when no
-// launcher is found, CommError when the store cannot be reached or served.
-EnvBootstrap bootstrapFromEnvironment(std::chrono::milliseconds timeout);
+// launcher is found, CommError when the store cannot be reached or served. A TCP store served
+// here requires `authToken` of its clients, and a TCP store joined here is shown it
+// (CHORUS_AUTH_TOKEN; empty: none); a file store has no token.
+EnvBootstrap bootstrapFromEnvironment(std::chrono::milliseconds timeout,
+                                      const std::string& authToken = {});
 EnvBootstrap bootstrapFromVariables(const EnvVariables& variables,
-                                    std::chrono::milliseconds timeout);
+                                    std::chrono::milliseconds timeout,
+                                    const std::string& authToken = {});
 
 }  // namespace chorus::transport

@@ -116,4 +116,12 @@ SocketFd& SocketFd::operator=(SocketFd&& other) noexcept {
   return *this;
 }
 
+bool sameSecret(std::string_view secret, std::span<const std::uint8_t> presented) {
+  if (secret.size() != presented.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < secret.size(); ++i)
+    diff |= static_cast<unsigned char>(secret[i]) ^ presented[i];
+  return diff == 0;
+}
+
 }  // namespace chorus::transport

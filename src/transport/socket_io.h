@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 
 namespace chorus::transport {
@@ -39,6 +40,10 @@ IoStatus sendAll(int fd, std::span<const std::uint8_t> data,
                  std::chrono::steady_clock::time_point deadline);
 IoStatus recvAll(int fd, std::span<std::uint8_t> data,
                  std::chrono::steady_clock::time_point deadline);
+
+// True when `presented` equals `secret`, comparing in time that depends only on the lengths
+// (a shared secret such as CHORUS_AUTH_TOKEN must not leak through timing).
+bool sameSecret(std::string_view secret, std::span<const std::uint8_t> presented);
 
 void setNoDelay(int fd);
 // O_NONBLOCK on; false if fcntl failed.

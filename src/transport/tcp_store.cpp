@@ -25,22 +25,24 @@ namespace chorus::transport {
 // Protocol (all integers little-endian). Every message is a frame: u32 payload length, payload.
 // Strings and byte values are u32 length + bytes. A connection starts with a hello; then each
 // request gets exactly one reply, in order. Requests (payload = u8 op, fields):
-//   hello  u32 magic, u32 version        -> ok, u32 magic, u32 version
+//   hello  u32 magic, u32 version, token -> ok, u32 magic, u32 version | error, message
 //   set    key, value                    -> ok
 //   get    key, i64 timeoutMs            -> ok, value | timeout
 //   add    key, i64 delta                -> ok, i64 newValue | error, message
 //   check  u32 n, n keys                 -> ok, u8 allExist
 //   wait   u32 n, n keys, i64 timeoutMs  -> ok | timeout, u32 n, n missing keys
 // Replies: payload = u8 status, fields. The server answers get/wait when the keys appear or at
-// the deadline; meanwhile it reads no further request from that connection.
+// the deadline; meanwhile it reads no further request from that connection. A server with an
+// auth token answers a hello whose token differs with an error and closes the connection.
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr std::uint32_t kMagic = 0x54534843;  // "CHST"
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 constexpr std::uint32_t kMaxFrame = 1u << 30;
+constexpr std::uint32_t kMaxHelloReply = 4096;
 constexpr milliseconds kRequestTimeout(60'000);
 constexpr milliseconds kReplyGrace(10'000);   // added to get/wait timeouts on the client side
 constexpr milliseconds kHandshakeMin(5'000);  // a handshake always gets at least this long
@@ -170,7 +172,8 @@ Clock::time_point deadlineFromMillis(std::int64_t timeoutMs) {
 // and the client connections. Only that thread touches values_ and connections_.
 class TcpStore::Server {
  public:
-  Server(const std::string& host, int port) {
+  Server(const std::string& host, int port, std::string authToken)
+      : authToken_(std::move(authToken)) {
     auto endpointText = fmt::format("{}:{}", host, port);
     auto resolved = resolve(host, port, true);
     if (auto* error = std::get_if<IoError>(&resolved)) {
@@ -347,8 +350,21 @@ class TcpStore::Server {
     auto op = static_cast<Op>(opByte);
     if (!connection.greeted) {
       std::uint32_t magic = 0, version = 0;
+      std::vector<std::uint8_t> token;
       if (op != Op::kHello || !reader.u32(magic) || !reader.u32(version) || magic != kMagic) {
         connection.dead = true;  // not a chorus client
+        return;
+      }
+      if (version != kVersion) {
+        refuse(connection, fmt::format("the server speaks store protocol version {}, the client "
+                                       "{}; run the same chorus build on every rank",
+                                       kVersion, version));
+        return;
+      }
+      if (!reader.blob(token) || !reader.done() || !sameSecret(authToken_, token)) {
+        refuse(connection,
+               "the store refused this rank: wrong or missing CHORUS_AUTH_TOKEN; set the same "
+               "token on every rank (or on none)");
         return;
       }
       connection.greeted = true;
@@ -397,6 +413,12 @@ class TcpStore::Server {
         break;
     }
     connection.dead = true;  // malformed or unknown request: drop the client
+  }
+
+  // Answers a hello with an error and drops the connection once the answer is sent.
+  void refuse(Connection& connection, const std::string& message) {
+    reply(connection, Writer().status(Status::kError).str(message).take());
+    connection.dead = true;
   }
 
   // Answers every get/wait whose keys now exist or whose deadline passed, then lets those
@@ -458,6 +480,7 @@ class TcpStore::Server {
     connection.out.erase(connection.out.begin(), connection.out.begin() + sent);
   }
 
+  std::string authToken_;
   int listenFd_ = -1;
   int wakePipe_[2] = {-1, -1};
   int port_ = 0;
@@ -477,8 +500,13 @@ struct TcpStore::Reply {
   std::vector<std::uint8_t> payload;  // the whole reply payload, status byte included
 };
 
-TcpStore::TcpStore(const std::string& host, int port, bool isServer, milliseconds connectTimeout)
-    : host_(host), connectHost_(host), port_(port), connectTimeout_(connectTimeout) {
+TcpStore::TcpStore(const std::string& host, int port, bool isServer, milliseconds connectTimeout,
+                   std::string authToken)
+    : host_(host),
+      connectHost_(host),
+      port_(port),
+      connectTimeout_(connectTimeout),
+      authToken_(std::move(authToken)) {
   if (port < 0 || port > 65535 || (!isServer && port == 0)) {
     throw OptionError(fmt::format(
         "TcpStore: port {} is out of range; clients need the server's port (1-65535), the "
@@ -486,7 +514,7 @@ TcpStore::TcpStore(const std::string& host, int port, bool isServer, millisecond
         port));
   }
   if (isServer) {
-    server_ = std::make_unique<Server>(host, port);
+    server_ = std::make_unique<Server>(host, port, authToken_);
     port_ = server_->port();
     if (isWildcard(host)) connectHost_ = host == "::" ? "::1" : "127.0.0.1";
   } else if (isWildcard(host)) {
@@ -558,23 +586,33 @@ int TcpStore::takeConnection(const std::string& operation) {
       setNoDelay(fd);
       // Handshake: tells a chorus store from whatever else listens on the port.
       auto handshakeDeadline = std::max(deadline, deadlineAfter(kHandshakeMin));
-      auto hello = frame(Writer().op(Op::kHello).u32(kMagic).u32(kVersion).take());
-      std::uint8_t answer[13];
+      auto hello = frame(Writer().op(Op::kHello).u32(kMagic).u32(kVersion).str(authToken_).take());
+      std::uint8_t lengthBytes[4];
+      std::uint32_t length = 0;
+      std::vector<std::uint8_t> answer;
       status = sendAll(fd, hello, handshakeDeadline);
-      if (!status) status = recvAll(fd, answer, handshakeDeadline);
+      if (!status) status = recvAll(fd, lengthBytes, handshakeDeadline);
+      if (!status && Reader(lengthBytes).u32(length) && length >= 1 && length <= kMaxHelloReply) {
+        answer.resize(length);
+        status = recvAll(fd, answer, handshakeDeadline);
+      }
       if (status) {
         ::close(fd);
         throw CommError(fmt::format("TcpStore {}: {} failed during the handshake ({}); {}",
                                     endpoint(), operation, describe(*status), kConnectHint));
       }
       Reader reader(answer);
-      std::uint32_t length = 0, magic = 0, version = 0;
+      std::uint32_t magic = 0, version = 0;
       std::uint8_t statusByte = 0;
-      reader.u32(length);
+      std::string refusal;
       reader.u8(statusByte);
+      if (statusByte == static_cast<std::uint8_t>(Status::kError) && reader.str(refusal)) {
+        ::close(fd);
+        throw CommError(fmt::format("TcpStore {}: {} failed: {}", endpoint(), operation, refusal));
+      }
       reader.u32(magic);
       reader.u32(version);
-      if (length != 9 || statusByte != 0 || magic != kMagic || version != kVersion) {
+      if (statusByte != 0 || magic != kMagic || version != kVersion || !reader.done()) {
         ::close(fd);
         throw CommError(fmt::format(
             "TcpStore {}: {} failed: the peer is not a chorus TcpStore server of protocol "

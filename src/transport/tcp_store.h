@@ -27,10 +27,15 @@ namespace chorus::transport {
 // (its TcpStore destroyed or its process dead) pending and later calls throw CommError at once.
 // set/add/check give up after 60 s without a reply. Destroying the server instance stops its
 // thread and closes every connection. Thread-safe.
+//
+// `authToken` (CHORUS_AUTH_TOKEN): a client presents it in its hello, and a server with a
+// non-empty token refuses every client that does not present the same one (CommError on the
+// client: "wrong or missing CHORUS_AUTH_TOKEN"). The token travels in clear: it keeps out other
+// jobs and stray clients, not an eavesdropper on the network (docs/multihost.md).
 class TcpStore : public Store {
  public:
   TcpStore(const std::string& host, int port, bool isServer,
-           std::chrono::milliseconds connectTimeout);
+           std::chrono::milliseconds connectTimeout, std::string authToken = {});
   ~TcpStore() override;
   TcpStore(const TcpStore&) = delete;
   TcpStore& operator=(const TcpStore&) = delete;
@@ -61,6 +66,7 @@ class TcpStore : public Store {
   std::string connectHost_;  // where clients connect (loopback if the server binds a wildcard)
   int port_ = 0;
   std::chrono::milliseconds connectTimeout_;
+  std::string authToken_;
   std::unique_ptr<Server> server_;  // only on the server instance
   std::mutex poolMutex_;
   std::vector<int> idle_;  // connected sockets not in use by any call

@@ -288,6 +288,23 @@ TEST(BootstrapEnvTest, TorchrunHonoursChorusMasterPort) {
   EXPECT_EQ(boots[1].rank, 1);
 }
 
+TEST(BootstrapEnvTest, TorchrunStoreServedWithATokenRefusesARankWithAnother) {
+  // Rank 0 serves the store requiring its token; rank 1 presents another and is refused with a
+  // message naming the variable, while a rank with the right token joins.
+  const int storePort = freePort();
+  const EnvBootstrap server = bootstrapFromVariables(torchrun(0, 3, storePort - 1), kTimeout, "a");
+  const EnvBootstrap good = bootstrapFromVariables(torchrun(2, 3, storePort - 1), kTimeout, "a");
+  good.store->set("k", toBytes("v"));
+  EXPECT_EQ(toString(server.store->get("k", kTimeout)), "v");
+  std::string message;
+  try {
+    bootstrapFromVariables(torchrun(1, 3, storePort - 1), kTimeout, "b");
+  } catch (const CommError& error) {
+    message = error.what();
+  }
+  EXPECT_THAT(message, HasSubstr("wrong or missing CHORUS_AUTH_TOKEN"));
+}
+
 // ---- the process environment ------------------------------------------------------------------
 
 // Sets variables for one test and restores the previous values afterwards.

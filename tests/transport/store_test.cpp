@@ -351,26 +351,84 @@ TEST(TcpStoreTest, NoServerIsACommErrorWithAHint) {
   EXPECT_THAT(message, HasSubstr("MASTER_ADDR/MASTER_PORT"));
 }
 
+// A loopback listener that is not a chorus store: its one connection gets `reply` (nothing if
+// empty) and stays open, unanswered, until `hold` has passed or the object is destroyed.
+class ForeignServer {
+ public:
+  ForeignServer(std::string reply, milliseconds hold) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    EXPECT_EQ(::listen(listener_, 4), 0);
+    socklen_t length = sizeof(address);
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this, reply = std::move(reply), hold] {
+      int fd = ::accept(listener_, nullptr, nullptr);
+      if (!reply.empty()) {
+        [[maybe_unused]] auto sent = ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+      }
+      const auto until = std::chrono::steady_clock::now() + hold;
+      while (!stop_ && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(milliseconds(5));
+      ::close(fd);
+    });
+  }
+  ~ForeignServer() {
+    stop_ = true;
+    thread_.join();
+    ::close(listener_);
+  }
+  int port() const { return port_; }
+
+ private:
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 TEST(TcpStoreTest, ForeignServerFailsTheHandshake) {
-  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  ASSERT_EQ(::listen(listener, 4), 0);
-  socklen_t length = sizeof(address);
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
-  std::thread foreign([listener] {
-    int fd = ::accept(listener, nullptr, nullptr);
-    const char reply[] = "HTTP/1.1 400 Bad Request\r\n\r\n";
-    [[maybe_unused]] auto sent = ::send(fd, reply, sizeof(reply) - 1, MSG_NOSIGNAL);
-    ::close(fd);
-  });
-  auto message = messageOf<CommError>(
-      [&] { TcpStore client("127.0.0.1", ntohs(address.sin_port), false, kConnect); });
-  foreign.join();
-  ::close(listener);
+  ForeignServer foreign("HTTP/1.1 400 Bad Request\r\n\r\n", milliseconds(0));
+  auto message =
+      messageOf<CommError>([&] { TcpStore client("127.0.0.1", foreign.port(), false, kConnect); });
   EXPECT_THAT(message, HasSubstr("not a chorus TcpStore server"));
+}
+
+TEST(TcpStoreTest, StoreThatNeverAnswersIsACommErrorWithinTheHandshakeTimeout) {
+  // Accepts the connection, then says nothing: the client gives up after the handshake timeout
+  // (5 s, or the connect timeout if longer) instead of waiting forever.
+  ForeignServer silent("", milliseconds(60'000));
+  const auto start = std::chrono::steady_clock::now();
+  auto message = messageOf<CommError>(
+      [&] { TcpStore client("127.0.0.1", silent.port(), false, milliseconds(100)); });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(7'000));
+  EXPECT_THAT(message, HasSubstr("handshake"));
+  EXPECT_THAT(message, HasSubstr("timed out"));
+}
+
+TEST(TcpStoreTest, ServerWithATokenRefusesClientsWithoutIt) {
+  TcpStore server("127.0.0.1", 0, true, kConnect, "s3cret");
+  TcpStore good("127.0.0.1", server.port(), false, kConnect, "s3cret");
+  good.set("k", toBytes("v"));
+  for (const char* token : {"", "wrong", "s3cret-and-more"}) {
+    SCOPED_TRACE(std::string("token '") + token + "'");
+    auto message = messageOf<CommError>(
+        [&] { TcpStore client("127.0.0.1", server.port(), false, kConnect, token); });
+    EXPECT_THAT(message, HasSubstr("wrong or missing CHORUS_AUTH_TOKEN"));
+    EXPECT_THAT(message, HasSubstr(fmt::format("127.0.0.1:{}", server.port())));
+  }
+  // The refusals did not disturb the server or its good clients.
+  EXPECT_EQ(toString(good.get("k", kLong)), "v");
+  TcpStore late("127.0.0.1", server.port(), false, kConnect, "s3cret");
+  EXPECT_EQ(toString(late.get("k", kLong)), "v");
+  // A server without a token refuses a client that presents one: set it everywhere or nowhere.
+  TcpStore open("127.0.0.1", 0, true, kConnect);
+  EXPECT_THAT(messageOf<CommError>(
+                  [&] { TcpStore client("127.0.0.1", open.port(), false, kConnect, "s3cret"); }),
+              HasSubstr("CHORUS_AUTH_TOKEN"));
 }
 
 TEST(TcpStoreTest, BadPortsAreOptionErrors) {

@@ -85,7 +85,8 @@ ExitCode runLaunch(const LaunchArgs& args, const std::vector<std::string>& progr
   // Signals are blocked before the store's server thread starts, so only the supervisor's
   // sigtimedwait sees them.
   blockLauncherSignals();
-  transport::TcpStore store("127.0.0.1", 0, true, std::chrono::seconds(10));
+  transport::TcpStore store("127.0.0.1", 0, true, std::chrono::seconds(10),
+                            envString("CHORUS_AUTH_TOKEN").value_or(""));
   const std::string storeAddress = fmt::format("tcp://127.0.0.1:{}", store.port());
   const std::string jobId = makeJobId();
   options.environment = [&](int rank) {

@@ -148,14 +148,6 @@ void sendHello(int fd, int rank, const TcpOptions& options, Clock::time_point de
                                 describe(*error)));
 }
 
-bool sameToken(const std::string& a, const std::vector<std::uint8_t>& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;  // constant time over the length
-  for (std::size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned char>(a[i]) ^ b[i];
-  return diff == 0;
-}
-
 // Reads and checks a hello on a fresh connection; the sender's rank, or -1 with `why` set.
 int readHello(int fd, int rank, int nranks, const TcpOptions& options, Clock::time_point deadline,
               std::string* why) {
@@ -186,7 +178,7 @@ int readHello(int fd, int rank, int nranks, const TcpOptions& options, Clock::ti
     *why = "hello from another communicator or job (group id differs)";
     return -1;
   }
-  if (!sameToken(options.authToken, token)) {
+  if (!sameSecret(options.authToken, token)) {
     *why = "wrong or missing CHORUS_AUTH_TOKEN";
     return -1;
   }
