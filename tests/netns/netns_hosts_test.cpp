@@ -1,7 +1,8 @@
 // Multi-host runs on this machine: network namespaces joined by a bridge stand in for hosts
 // (scripts/netns_hosts.sh), two ranks per host started with torchrun's variables (rank 0
-// serves the store on its host's address). Inside a host the ranks use shm, across hosts tcp
-// (the default "auto" transport). Checks the exact results of every collective's default
+// serves the store on its host's address), by `chorus launch --hosts` and by Open MPI's mpirun
+// (both through scripts/netns_rsh.sh). Inside a host the ranks use shm, across hosts tcp (the
+// default "auto" transport). Checks the exact results of every collective's default
 // algorithm, of the hierarchical AllReduce and of the two-step AllToAll with nodes = hosts, and
 // that a rank killed mid-run or never started gives every other rank a clear error. Skipped
 // with a message where namespaces cannot be made (not root, or a container without
@@ -74,7 +75,7 @@ class NetnsHostsTest : public ::testing::Test {
   // a rank's command. Returns each rank's exit code and output.
   std::vector<RankRun> launch(const std::string& command, const std::string& environment = "",
                               const std::function<std::string(int)>& rankCommand = {}) {
-    const int port = 20000 + static_cast<int>(::getpid() % 20000) + (runs_++ % 50);
+    const int port = nextPort();
     std::string shell = "cd '" + dir_.string() + "'; ";
     for (int r = 0; r < kRanks; ++r) {
       const std::string own = rankCommand ? rankCommand(r) : "";
@@ -109,6 +110,27 @@ class NetnsHostsTest : public ::testing::Test {
           << runs[static_cast<std::size_t>(r)].output;
     EXPECT_THAT(runs[0].output, HasSubstr("# Wrong elements       : 0 OK"));
     EXPECT_THAT(runs[0].output, HasSubstr(fmt::format("{} ranks (auto)", kRanks)));
+  }
+
+  // Runs `command` on host 0 with host 0's name as its host name (a UTS namespace), as a
+  // user's shell on that host would; returns its exit code and output.
+  CommandResult onHostZero(const std::string& command) {
+    const std::string host = id_ + "-h0";
+    std::string script = fmt::format("hostname {}; cd '{}'; {}", host, dir_.string(), command);
+    std::string quoted = "'";
+    for (char c : script)
+      quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    quoted += "'";
+    return runShell(fmt::format("ip netns exec {} unshare --uts sh -c {}", host, quoted));
+  }
+
+  int nextPort() { return 20000 + static_cast<int>(::getpid() % 20000) + (runs_++ % 50); }
+
+  static void expectBenchRanExactly(const CommandResult& result) {
+    EXPECT_EQ(result.exitCode, 0) << result.output;
+    EXPECT_THAT(result.output, HasSubstr(fmt::format("{} ranks (auto)", kRanks)));
+    EXPECT_THAT(result.output, HasSubstr("allreduce.hierarchical{nodes=2}"));
+    EXPECT_THAT(result.output, HasSubstr("# Wrong elements       : 0 OK"));
   }
 
   std::string id_;
@@ -169,6 +191,31 @@ TEST_F(NetnsHostsTest, RankThatNeverStartsIsNamedWithinTheTimeout) {
     EXPECT_NE(runs[static_cast<std::size_t>(r)].exitCode, 0);
     EXPECT_THAT(runs[static_cast<std::size_t>(r)].output, HasSubstr("error"));
   }
+}
+
+TEST_F(NetnsHostsTest, ChorusLaunchAcrossHostsIsExact) {
+  // The launcher runs on host 0 and starts ranks 0-1 there itself and ranks 2-3 on host 1
+  // through the namespace rsh agent; the ranks meet at the launcher's store on host 0's address.
+  const CommandResult result = onHostZero(fmt::format(
+      "CHORUS_TIMEOUT=10s CHORUS_AUTH_TOKEN=t0k '{}' launch -n {} --hosts {}-h0:2,{}-h1:2 "
+      "--rsh '{}/scripts/netns_rsh.sh' --timeout 60s -- '{}' bench allreduce --launched -b 1K "
+      "-e 64K -f 64 --budget 0.01",
+      CHORUS_CLI, kRanks, id_, id_, CHORUS_SOURCE_DIR, CHORUS_CLI));
+  expectBenchRanExactly(result);
+}
+
+TEST_F(NetnsHostsTest, MpirunAcrossHostsIsExact) {
+  if (runShell("command -v mpirun").exitCode != 0)
+    GTEST_SKIP() << "mpirun (Open MPI) is not installed";
+  // Open MPI starts its daemon on host 1 through the namespace rsh agent; rank 0 serves the
+  // store named by CHORUS_STORE on host 0's address.
+  const CommandResult result = onHostZero(fmt::format(
+      "mpirun --allow-run-as-root --mca plm_rsh_agent '{}/scripts/netns_rsh.sh' --mca "
+      "oob_tcp_if_include eth0 -H {}-h0:2,{}-h1:2 -n {} -x CHORUS_TIMEOUT=10s -x "
+      "CHORUS_STORE=tcp://10.231.0.1:{} '{}' bench allreduce --launched -b 1K -e 64K -f 64 "
+      "--budget 0.01",
+      CHORUS_SOURCE_DIR, id_, id_, kRanks, nextPort(), CHORUS_CLI));
+  expectBenchRanExactly(result);
 }
 
 }  // namespace

@@ -25,8 +25,10 @@ constexpr std::chrono::milliseconds kPollInterval{50};
 
 struct Child {
   pid_t pid = -1;
+  int input = -1;  // the launcher's end of the rank's stdin pipe, or -1
   bool running = false;
   bool killedByUs = false;
+  std::string host;
 };
 
 sigset_t launcherSignals() {
@@ -60,8 +62,9 @@ std::vector<char*> pointersTo(std::vector<std::string>& strings) {
 }
 
 // Starts one rank in its own process group, with default signal handling and stdin from
-// /dev/null. Returns the pid, or the posix_spawn error code as a negative number.
-pid_t spawnRank(std::vector<std::string> argv, std::vector<std::string> environment) {
+// /dev/null or from `stdinFd`. Returns the pid, or the posix_spawn error code as a negative
+// number.
+pid_t spawnRank(std::vector<std::string> argv, std::vector<std::string> environment, int stdinFd) {
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
   sigset_t none;
@@ -75,7 +78,10 @@ pid_t spawnRank(std::vector<std::string> argv, std::vector<std::string> environm
                            POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  if (stdinFd >= 0)
+    posix_spawn_file_actions_adddup2(&actions, stdinFd, STDIN_FILENO);
+  else
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   std::vector<char*> args = pointersTo(argv);
   std::vector<char*> envp = pointersTo(environment);
   pid_t pid = -1;
@@ -109,6 +115,7 @@ class Supervisor {
         killRemaining("at the timeout");
       }
     }
+    closeInputs();
     if (launcherSignal_ != 0) return 128 + launcherSignal_;
     if (firstFailureCode_ != 0) return firstFailureCode_;
     return timedOut_ ? 1 : 0;
@@ -117,20 +124,59 @@ class Supervisor {
  private:
   void start() {
     for (int rank = 0; rank < options_.ranks; ++rank) {
-      const pid_t pid = spawnRank(options_.argv, environmentWith(options_.environment(rank)));
+      const RankStart how = options_.start(rank);
+      CHORUS_INTERNAL_ASSERT(!how.argv.empty(), "a rank needs a program to run");
+      Child& child = children_[rank];
+      child.host = how.host;
+      int pipeFds[2] = {-1, -1};
+      if (!how.input.empty() && ::pipe2(pipeFds, O_CLOEXEC) != 0)
+        fail(rank, fmt::format("cannot make its stdin pipe: {}", std::strerror(errno)));
+      const pid_t pid = spawnRank(how.argv, environmentWith(how.environment), pipeFds[0]);
+      if (pipeFds[0] >= 0) ::close(pipeFds[0]);
+      child.input = pipeFds[1];
       if (pid < 0) {
-        killRemaining("because the program could not be started");
-        while (running_ > 0)
-          reap(true);
-        throw OptionError(
-            fmt::format("cannot run '{}' for rank {}: {}; check the "
-                        "PROGRAM name and PATH",
-                        options_.argv[0], rank, std::strerror(-pid)));
+        fail(rank, fmt::format("cannot run '{}': {}; check the PROGRAM name and PATH", how.argv[0],
+                               std::strerror(-pid)));
       }
-      children_[rank].pid = pid;
-      children_[rank].running = true;
+      child.pid = pid;
+      child.running = true;
       ++running_;
+      if (child.input >= 0 && !writeInput(child.input, how.input))
+        fail(rank, fmt::format("cannot pass its variables on stdin: {}", std::strerror(errno)));
     }
+  }
+
+  // Stops the ranks started so far and throws OptionError about `rank`.
+  [[noreturn]] void fail(int rank, const std::string& problem) {
+    killRemaining("because a rank could not be started");
+    while (running_ > 0)
+      reap(true);
+    closeInputs();
+    throw OptionError(fmt::format("rank {}{}: {}", rank, on(children_[rank]), problem));
+  }
+
+  // Writes all of `text` (small: a rank's variables) without blocking for long: the pipe
+  // holds 64 KiB, and a rank that exits early makes it fail with EPIPE instead.
+  static bool writeInput(int fd, const std::string& text) {
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return errno == EPIPE;  // the rank is gone already; its exit is reported
+      done += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+  void closeInputs() {
+    for (Child& child : children_) {
+      if (child.input >= 0) ::close(child.input);
+      child.input = -1;
+    }
+  }
+
+  static std::string on(const Child& child) {
+    return child.host.empty() ? "" : " on " + child.host;
   }
 
   void startGrace() { graceDeadline_ = std::min(graceDeadline_, Clock::now() + options_.grace); }
@@ -149,7 +195,7 @@ class Supervisor {
       if (!child.running || child.killedByUs) continue;
       child.killedByUs = true;
       ::kill(-child.pid, SIGKILL);
-      ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", rank);
+      ranks += fmt::format("{}{}{}", ranks.empty() ? "" : ", ", rank, on(child));
     }
     if (!ranks.empty()) {
       fmt::print(stderr, "chorus launch: killing rank(s) {} still running {}\n", ranks, when);
@@ -168,6 +214,8 @@ class Supervisor {
         if (child.pid != pid || !child.running) continue;
         child.running = false;
         --running_;
+        if (child.input >= 0) ::close(child.input);
+        child.input = -1;
         report(static_cast<int>(rank), child, status);
       }
     }
@@ -181,9 +229,16 @@ class Supervisor {
     int code = 1;
     if (WIFEXITED(status)) {
       code = WEXITSTATUS(status);
-      fmt::print(stderr, "chorus launch: rank {} exited with code {}\n", rank, code);
+      // ssh exits 255 on its own errors (host unreachable, authentication).
+      const char* hint =
+          code == 255 && !child.host.empty()
+              ? " (255: the remote shell agent may have failed to reach the host; see its "
+                "message above)"
+              : "";
+      fmt::print(stderr, "chorus launch: rank {}{} exited with code {}{}\n", rank, on(child), code,
+                 hint);
     } else if (WIFSIGNALED(status)) {
-      fmt::print(stderr, "chorus launch: rank {} killed by signal {} ({})\n", rank,
+      fmt::print(stderr, "chorus launch: rank {}{} killed by signal {} ({})\n", rank, on(child),
                  WTERMSIG(status), ::strsignal(WTERMSIG(status)));
     }
     std::fflush(stderr);
@@ -208,8 +263,9 @@ void blockLauncherSignals() {
 }
 
 int superviseRanks(const SuperviseOptions& options) {
-  CHORUS_INTERNAL_ASSERT(options.ranks >= 1 && !options.argv.empty() && options.environment,
-                         "superviseRanks needs ranks, a program and an environment");
+  CHORUS_INTERNAL_ASSERT(options.ranks >= 1 && options.start,
+                         "superviseRanks needs ranks and how to start them");
+  ::signal(SIGPIPE, SIG_IGN);
   return Supervisor(options).run();
 }
 

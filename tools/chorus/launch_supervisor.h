@@ -1,6 +1,7 @@
 // The process side of `chorus launch`: starts one child process per rank with its own
-// environment, forwards SIGINT/SIGTERM to them, and on the first failure gives the others a
-// grace period before killing them.
+// environment (directly, or through a remote shell agent for ranks on other hosts), forwards
+// SIGINT/SIGTERM to them, and on the first failure gives the others a grace period before
+// killing them.
 #pragma once
 
 #include <chrono>
@@ -12,11 +13,21 @@
 
 namespace chorus::cli {
 
+// How one rank is started.
+struct RankStart {
+  std::vector<std::string> argv;  // PROGRAM ARGS...; PROGRAM is looked up in PATH
+  // Variables set (or replaced) in this rank's copy of the launcher's environment.
+  std::map<std::string, std::string> environment;
+  // Empty: stdin is /dev/null. Else stdin is a pipe from the launcher that carries this text
+  // and stays open until the rank ends (a remote rank's agent learns so that the launcher is
+  // gone).
+  std::string input;
+  std::string host;  // named in reports when not empty ("rank 2 on node2 exited ...")
+};
+
 struct SuperviseOptions {
   int ranks = 1;
-  std::vector<std::string> argv;  // PROGRAM ARGS...; PROGRAM is looked up in PATH
-  // Variables set (or replaced) in rank r's copy of this process's environment.
-  std::function<std::map<std::string, std::string>(int rank)> environment;
+  std::function<RankStart(int rank)> start;
   // After the first rank fails (or a forwarded signal), how long the others may still run.
   std::chrono::milliseconds grace{10'000};
   // Wall-clock limit for the whole job; nullopt: none.
@@ -33,7 +44,8 @@ void blockLauncherSignals();
 // process group (so a kill reaches its children too) with stdin from /dev/null, and shares the
 // launcher's stdout and stderr. Prints "chorus launch: rank R exited with code C" / "... killed
 // by signal S" for every failing rank, and which ranks it killed. Throws OptionError when the
-// program cannot be started (after killing the ranks already started).
+// program cannot be started (after killing the ranks already started). Ignores SIGPIPE in the
+// launcher (a rank that exits early must not kill it through its stdin pipe).
 int superviseRanks(const SuperviseOptions& options);
 
 }  // namespace chorus::cli
