@@ -1,6 +1,7 @@
-// Communicators whose ranks are processes on this host (shm transport): initRank with a unique
-// id, initFromEnvironment with `chorus launch` variables, two communicators from one id, a
-// peer that exits, and initAll over shm. Ranks are forked children of a single-threaded test
+// Communicators whose ranks are processes on this host (shm and tcp transports): initRank with
+// a unique id, initFromEnvironment with `chorus launch` variables, two communicators from one
+// id, a peer that exits, a peer that stalls (then a fresh communicator of the survivors), and
+// initAll over shm and tcp. Ranks are forked children of a single-threaded test
 // process; each reports through its exit status.
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -246,6 +248,49 @@ TEST(MultiprocessTest, APeerThatExitsFailsTheOthersOverTcp) {
     return kWrong;
   });
   EXPECT_EQ(codes, std::vector<int>(2, kOk));
+}
+
+TEST(MultiprocessTest, AStalledPeerTimesOutTheOthersOverTcp) {
+  // Rank 2 stops (SIGSTOP: its progress thread too) with its connections open, so nothing
+  // tells the others it is gone: they must give up at the timeout with an error naming the wait
+  // and rank 2, not hang. A grandchild kills the stopped rank afterwards.
+  REQUIRE_SINGLE_THREADED();
+  const auto start = std::chrono::steady_clock::now();
+  const auto codes = runRanks(3, [](int rank, const std::string& hex) {
+    CommConfig config = apitest::testConfig(2s);
+    config.transport = "tcp";
+    auto comm = std::make_optional(Communicator::initRank(3, uniqueIdFromHex(hex), rank, config));
+    if (rank == 2) {
+      if (::fork() == 0) {
+        std::this_thread::sleep_for(6s);
+        ::kill(::getppid(), SIGKILL);
+        ::_exit(0);
+      }
+      ::raise(SIGSTOP);
+      return kWrong;  // never continued
+    }
+    std::string message;
+    try {
+      Buffer data(DataType::float32, 64);
+      comm->allReduce(data.data(), data.data(), 64, DataType::float32, ReduceOp::sum);
+    } catch (const UserError& e) {
+      // The first rank to time out (TimeoutError) names the wait and the stalled rank; it
+      // aborts the other (CommError) with that cause.
+      std::fprintf(stderr, "rank %d (expected): %s\n", rank, e.what());
+      message = e.what();
+    }
+    if (message.find("timed out after 2000 ms") == std::string::npos ||
+        message.find("waits for a message from rank 2") == std::string::npos)
+      return kWrong;
+    comm.reset();  // leaves the failed group
+    // The survivors go on with a fresh communicator from the same id, untouched by the failure.
+    Communicator fresh = Communicator::initRank(2, uniqueIdFromHex(hex), rank, config);
+    return allReduceIsExact(fresh, 10'000) ? kOk : kWrong;
+  });
+  EXPECT_EQ(codes[0], kOk);
+  EXPECT_EQ(codes[1], kOk);
+  EXPECT_EQ(codes[2], -1) << "killed while stopped";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
 }
 
 }  // namespace
