@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "transport/process_identity.h"
 #include "transport/tcp/tcp_bootstrap.h"
 
 namespace chorus::transport {

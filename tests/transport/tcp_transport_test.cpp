@@ -24,6 +24,7 @@
 #include "runtime/run_check.h"
 #include "transport/file_store.h"
 #include "transport/in_memory_store.h"
+#include "transport/process_identity.h"
 #include "transport/socket_io.h"
 #include "transport/tcp/tcp_bootstrap.h"
 #include "transport/tcp/tcp_frame.h"

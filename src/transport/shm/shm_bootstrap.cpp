@@ -16,13 +16,6 @@ namespace chorus::transport {
 
 namespace {
 
-std::string readFirstLine(const char* path) {
-  std::ifstream file(path);
-  std::string line;
-  std::getline(file, line);
-  return line;
-}
-
 std::string formatRanks(const std::vector<int>& ranks) {
   std::string text = ranks.size() == 1 ? "rank " : "ranks ";
   for (std::size_t i = 0; i < ranks.size(); ++i)
@@ -31,18 +24,6 @@ std::string formatRanks(const std::vector<int>& ranks) {
 }
 
 }  // namespace
-
-RankIdentity identifyThisProcess() {
-  RankIdentity identity;
-  char host[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(host, sizeof(host) - 1) == 0) identity.hostname = host;
-  identity.bootId = readFirstLine("/proc/sys/kernel/random/boot_id");
-  char ns[128] = {};
-  const ssize_t length = ::readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
-  if (length > 0) identity.pidNamespace.assign(ns, static_cast<std::size_t>(length));
-  identity.pid = ::getpid();
-  return identity;
-}
 
 std::string identityKey(std::string_view namePrefix, int rank) {
   return fmt::format("shm/{}/identity/{}", namePrefix, rank);

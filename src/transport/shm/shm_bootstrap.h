@@ -11,18 +11,10 @@
 #include <string_view>
 #include <vector>
 
+#include "transport/process_identity.h"
 #include "transport/store.h"
 
 namespace chorus::transport {
-
-struct RankIdentity {
-  std::string hostname;
-  std::string bootId;        // /proc/sys/kernel/random/boot_id: differs between machines
-  std::string pidNamespace;  // /proc/self/ns/pid: pids mean the same only within one
-  pid_t pid = 0;
-};
-
-RankIdentity identifyThisProcess();
 
 // The store key of `rank`'s identity for the group with segment prefix `namePrefix`, and the
 // record's text ("key=value" lines). parseIdentity returns nullopt for malformed text.

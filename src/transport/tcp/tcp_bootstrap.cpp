@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "chorus/error.h"
+#include "transport/process_identity.h"
 #include "transport/tcp/net_interfaces.h"
 #include "transport/tcp/tcp_frame.h"
 
@@ -23,24 +24,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kHelloTimeout(10'000);
-
-std::string readLink(const char* path) {
-  char buffer[128] = {};
-  const ssize_t n = ::readlink(path, buffer, sizeof(buffer) - 1);
-  return n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : std::string();
-}
-
-std::string bootId() {
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-std::string hostName() {
-  char name[256] = {};
-  return ::gethostname(name, sizeof(name) - 1) == 0 ? name : "?";
-}
 
 milliseconds left(Clock::time_point deadline) {
   return std::max(milliseconds(0),
@@ -193,10 +176,6 @@ int readHello(int fd, int rank, int nranks, const TcpOptions& options, Clock::ti
 
 }  // namespace
 
-std::string networkNamespaceId() {
-  return bootId() + "/" + readLink("/proc/self/ns/net");
-}
-
 std::uint64_t groupTag(const std::string& groupId) {
   std::uint64_t hash = 1469598103934665603ull;
   for (unsigned char c : groupId) {
@@ -209,6 +188,7 @@ std::uint64_t groupTag(const std::string& groupId) {
 std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
                                            const TcpOptions& options) {
   const auto deadline = deadlineAfter(options.timeout);
+  const RankIdentity identity = identifyThisProcess();
   const std::string here = networkNamespaceId();
   store.set(key(options, "netns", rank), toBytes(here));
   bool remote = false;
@@ -219,7 +199,8 @@ std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
   int port = 0;
   SocketFd listener = listenOn(chosen, std::max(nranks, 16), &port);
   const std::string self =
-      fmt::format("{} {} {} {}", chosen.address, port, hostName(), chosen.name);
+      fmt::format("{} {} {} {}", chosen.address, port,
+                  identity.hostname.empty() ? "?" : identity.hostname, chosen.name);
   store.set(key(options, "addr", rank), toBytes(self));
 
   const auto wanted = [&](int peer) {

@@ -13,9 +13,6 @@
 
 namespace chorus::transport {
 
-// Where ranks can reach each other over loopback: the same kernel and network namespace.
-std::string networkNamespaceId();
-
 struct TcpPeerLink {
   SocketFd fd;        // -1 for this rank itself
   std::string where;  // "host 10.0.0.2:40123", for messages
