@@ -3,8 +3,6 @@
 #include <unistd.h>
 
 #include <charconv>
-#include <climits>
-#include <fstream>
 #include <iterator>
 #include <map>
 
