@@ -5,6 +5,7 @@
 #include "support/env.h"
 #include "support/error.h"
 #include "support/size.h"
+#include "transport/tcp/tcp_transport.h"
 
 namespace chorus::api {
 
@@ -108,6 +109,8 @@ ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind) {
   resolved.threads = resolveThreads(config);
   resolved.authToken = envString("CHORUS_AUTH_TOKEN").value_or("");
   resolved.socketIfname = envString("CHORUS_SOCKET_IFNAME").value_or("");
+  resolved.socketsPerPeer = static_cast<int>(
+      envInt("CHORUS_SOCKETS_PER_PEER", 1, transport::kMaxSocketsPerPeer).value_or(1));
   return resolved;
 }
 

@@ -32,6 +32,7 @@ struct ResolvedConfig {
   int threads = 1;           // executor threads per rank (runtime::ExecOptions::threads)
   std::string authToken;     // CHORUS_AUTH_TOKEN: tcp peers must present it
   std::string socketIfname;  // CHORUS_SOCKET_IFNAME: the tcp transport's interface filter
+  int socketsPerPeer = 1;    // CHORUS_SOCKETS_PER_PEER: tcp connections per pair of ranks
 };
 
 // How the communicator is being created: initAll (ranks are threads of this process) or

@@ -38,6 +38,7 @@ transport::TcpOptions tcpOptions(const std::string& namePrefix, const ResolvedCo
   options.timeout = config.timeout;
   options.authToken = config.authToken;
   options.ifname = config.socketIfname;
+  options.socketsPerPeer = config.socketsPerPeer;
   return options;
 }
 

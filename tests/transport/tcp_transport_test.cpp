@@ -76,10 +76,12 @@ void spinUntil(F done, const char* what) {
   }
 }
 
-TEST(TcpTransport, FifosKeepOrderSizesAndTagsOnEveryChannel) {
+// Rank 0 sends 50 messages of varied sizes and tags on each of `channels` to rank 1, which
+// checks their order, sizes, tags and bytes.
+void expectOrderedFifos(const TcpOptions& options, const std::vector<int>& channels) {
   constexpr int kMessages = 50;  // far more than the 4 slots: credits must flow back
-  onRanks(2, smallOptions("fifo"), [](int rank, ConnectionSet& c) {
-    for (int channel : {0, 5}) {
+  onRanks(2, options, [&](int rank, ConnectionSet& c) {
+    for (int channel : channels) {
       if (rank == 0) {
         Fifo& f = c.sendFifo(1, channel);
         for (int m = 0; m < kMessages; ++m) {
@@ -106,13 +108,26 @@ TEST(TcpTransport, FifosKeepOrderSizesAndTagsOnEveryChannel) {
   });
 }
 
-TEST(TcpTransport, RingAllReduceIsExact) {
+TEST(TcpTransport, FifosKeepOrderSizesAndTagsOnEveryChannel) {
+  expectOrderedFifos(smallOptions("fifo"), {0, 5});
+}
+
+TEST(TcpTransport, SeveralSocketsPerPeerKeepEveryChannelInOrder) {
+  // Channel c travels on connection c % 3, its credits on the same connection back.
+  TcpOptions options = smallOptions("sockets");
+  options.socketsPerPeer = 3;
+  expectOrderedFifos(options, {0, 1, 2, 5, 7});
+}
+
+// A ring AllReduce with `instances` channels over tcp, 3 calls on 3 ranks, checked exactly.
+void expectExactRing(const TcpOptions& tcp, int instances) {
   constexpr int kRanks = 3;
   algorithms::BuildRequest request;
   request.algorithm = "allreduce.ring";
   request.ranks = kRanks;
+  request.instances = instances;
   const ir::Algorithm ring = algorithms::compileAlgorithm(request).algorithm;
-  onRanks(kRanks, smallOptions("ring"), [&](int rank, ConnectionSet& c) {
+  onRanks(kRanks, tcp, [&](int rank, ConnectionSet& c) {
     runtime::RunOptions options;
     options.count = 100'000;  // many slots of 4 KiB per connection
     options.type = DataType::int32;
@@ -133,6 +148,16 @@ TEST(TcpTransport, RingAllReduceIsExact) {
       EXPECT_EQ(report.checkedElements, options.count);
     }
   });
+}
+
+TEST(TcpTransport, RingAllReduceIsExact) {
+  expectExactRing(smallOptions("ring"), 1);
+}
+
+TEST(TcpTransport, RingOnFourChannelsOverTwoSocketsPerPeerIsExact) {
+  TcpOptions options = smallOptions("ring-sockets");
+  options.socketsPerPeer = 2;
+  expectExactRing(options, 4);
 }
 
 TEST(TcpTransport, AbortAndCallsReachThePeers) {
@@ -246,7 +271,7 @@ void withFakeRankOne(const std::string& group, const std::function<void(SocketFd
   const TcpOptions options = smallOptions(group);
   RankZero rankZero(store, options);
   store.set("tcp/" + group + "/netns/1", toBytes(networkNamespaceId()));
-  store.set("tcp/" + group + "/addr/1", toBytes("127.0.0.1 1 fakehost lo"));
+  store.set("tcp/" + group + "/addr/1", toBytes("127.0.0.1 1 fakehost lo 1"));
   SocketFd fd = connectToRankZero(store, group);
   ASSERT_TRUE(fd);
   std::array<std::uint8_t, kFrameHeaderBytes> hello{};
@@ -357,8 +382,10 @@ TEST(TcpTransport, ConnectionsOfAnotherGroupAreRefused) {
   TcpOptions mine = smallOptions("mine");
   mine.timeout = 2s;
   RankZero rankZero(store, mine);
-  // A rank of another group that found rank 0's address.
+  // Rank 1 of "mine" publishes but never connects; a rank of another group that found rank
+  // 0's address connects instead.
   store.set("tcp/mine/netns/1", toBytes(networkNamespaceId()));
+  store.set("tcp/mine/addr/1", toBytes("127.0.0.1 1 fakehost lo 1"));
   const std::string record = toString(store.get("tcp/mine/addr/0", 20s));
   store.set("tcp/theirs/addr/0", toBytes(record));
   store.set("tcp/theirs/netns/0", store.get("tcp/mine/netns/0", 20s));
@@ -367,6 +394,25 @@ TEST(TcpTransport, ConnectionsOfAnotherGroupAreRefused) {
   auto one = connectTcp(store, 1, 2, theirs);
   rankZero.join();
   EXPECT_THAT(rankZero.error, HasSubstr("another communicator or job"));
+}
+
+TEST(TcpTransport, RanksWithDifferentSocketsPerPeerBothFailNamingTheVariable) {
+  InMemoryStore store;
+  TcpOptions one = smallOptions("mismatch");
+  TcpOptions two = one;
+  two.socketsPerPeer = 2;
+  RankZero rankZero(store, one);
+  std::string error;
+  try {
+    connectTcp(store, 1, 2, two);
+  } catch (const CommError& e) {
+    error = e.what();
+  }
+  rankZero.join();
+  // Both sides find the mismatch in the other's published record, at once.
+  EXPECT_THAT(error, HasSubstr("rank 0 opens 1 connections per peer and this rank 2"));
+  EXPECT_THAT(rankZero.error, HasSubstr("rank 1 opens 2 connections per peer and this rank 1"));
+  EXPECT_THAT(rankZero.error, HasSubstr("CHORUS_SOCKETS_PER_PEER"));
 }
 
 TEST(TcpTransport, BadOptionsAreOptionErrors) {

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -38,6 +39,7 @@ struct AddressRecord {
   int port = 0;
   std::string host;
   std::string ifname;
+  int sockets = 1;
 };
 
 // The address `peer` published; throws CommError when malformed.
@@ -46,13 +48,20 @@ AddressRecord peerAddress(Store& store, const TcpOptions& options, int peer,
   const std::string record = toString(store.get(key(options, "addr", peer), left(deadline)));
   char address[128] = {}, host[256] = {}, ifname[64] = {};
   int port = 0;
-  if (std::sscanf(record.c_str(), "%127s %d %255s %63s", address, &port, host, ifname) != 4 ||
+  int sockets = 0;
+  if (std::sscanf(record.c_str(), "%127s %d %255s %63s %d", address, &port, host, ifname,
+                  &sockets) != 5 ||
       port <= 0 || port > 65535)
     throw CommError(fmt::format(
         "tcp transport: rank {} published a malformed address '{}'; every rank must run the "
         "same chorus",
         peer, record));
-  return {address, port, host, ifname};
+  if (sockets != options.socketsPerPeer)
+    throw CommError(
+        fmt::format("tcp transport: rank {} opens {} connections per peer and this rank {} "
+                    "(CHORUS_SOCKETS_PER_PEER); set the same value on every rank",
+                    peer, sockets, options.socketsPerPeer));
+  return {address, port, host, ifname, sockets};
 }
 
 // A listening socket on `address` (numeric), port chosen by the kernel.
@@ -114,12 +123,13 @@ SocketFd connectTo(const std::string& address, int port, Clock::time_point deadl
   }
 }
 
-void sendHello(int fd, int rank, const TcpOptions& options, Clock::time_point deadline,
+void sendHello(int fd, int rank, int index, const TcpOptions& options, Clock::time_point deadline,
                const std::string& where) {
   std::array<std::uint8_t, kFrameHeaderBytes> header{};
   FrameHeader hello;
   hello.kind = FrameKind::hello;
   hello.count = static_cast<std::uint32_t>(rank);
+  hello.channel = static_cast<std::uint32_t>(index);
   hello.tag = groupTag(options.groupId);
   hello.bytes = static_cast<std::uint32_t>(options.authToken.size());
   encodeFrameHeader(hello, header);
@@ -130,9 +140,10 @@ void sendHello(int fd, int rank, const TcpOptions& options, Clock::time_point de
                                 describe(*error)));
 }
 
-// Reads and checks a hello on a fresh connection; the sender's rank, or -1 with `why` set.
+// Reads and checks a hello on a fresh connection; the sender's rank (and in `index` which of
+// the pair's connections this is), or -1 with `why` set.
 int readHello(int fd, int rank, int nranks, const TcpOptions& options, Clock::time_point deadline,
-              std::string* why) {
+              int* index, std::string* why) {
   std::array<std::uint8_t, kFrameHeaderBytes> header{};
   const auto helloDeadline =
       std::min(deadline, Clock::now() + std::min(kHelloTimeout, options.timeout / 10));
@@ -170,6 +181,12 @@ int readHello(int fd, int rank, int nranks, const TcpOptions& options, Clock::ti
         fmt::format("hello claims rank {}, which does not connect to rank {}", hello.count, rank);
     return -1;
   }
+  if (hello.channel >= static_cast<std::uint32_t>(options.socketsPerPeer)) {
+    *why = fmt::format("hello from rank {} for connection {} of {} per peer", from, hello.channel,
+                       options.socketsPerPeer);
+    return -1;
+  }
+  *index = static_cast<int>(hello.channel);
   return from;
 }
 
@@ -197,42 +214,58 @@ std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
   const NetInterface chosen = chooseInterface(listInterfaces(), options.ifname, remote);
   int port = 0;
   SocketFd listener = listenOn(chosen, std::max(nranks, 16), &port);
-  const std::string self =
-      fmt::format("{} {} {} {}", chosen.address, port,
-                  identity.hostname.empty() ? "?" : identity.hostname, chosen.name);
+  const std::string self = fmt::format("{} {} {} {} {}", chosen.address, port,
+                                       identity.hostname.empty() ? "?" : identity.hostname,
+                                       chosen.name, options.socketsPerPeer);
   store.set(key(options, "addr", rank), toBytes(self));
 
   const auto wanted = [&](int peer) {
     return options.peers.empty() || options.peers[static_cast<std::size_t>(peer)];
   };
+  // Every peer's record first, so a mismatch (CHORUS_SOCKETS_PER_PEER) fails both sides now.
+  std::vector<AddressRecord> addresses(static_cast<std::size_t>(nranks));
+  for (int peer = 0; peer < nranks; ++peer)
+    if (peer != rank && wanted(peer))
+      addresses[static_cast<std::size_t>(peer)] = peerAddress(store, options, peer, deadline);
   std::vector<TcpPeerLink> links(static_cast<std::size_t>(nranks));
   for (int peer = 0; peer < rank; ++peer) {
     if (!wanted(peer)) continue;
-    const AddressRecord a = peerAddress(store, options, peer, deadline);
+    const AddressRecord& a = addresses[static_cast<std::size_t>(peer)];
     TcpPeerLink& link = links[static_cast<std::size_t>(peer)];
     link.where =
         fmt::format("rank {} on {} ({}:{} via {})", peer, a.host, a.address, a.port, a.ifname);
-    std::string error;
-    link.fd = connectTo(a.address, a.port, deadline, &error);
-    if (!link.fd)
-      throw CommError(fmt::format(
-          "tcp transport: rank {} cannot reach {}: {}; check that the hosts can reach each other "
-          "on that address, or choose another interface with CHORUS_SOCKET_IFNAME (rank {} "
-          "listens on {} {})",
-          rank, link.where, error, rank, chosen.name, chosen.address));
-    sendHello(link.fd.get(), rank, options, deadline, link.where);
+    for (int index = 0; index < options.socketsPerPeer; ++index) {
+      std::string error;
+      SocketFd fd = connectTo(a.address, a.port, deadline, &error);
+      if (!fd)
+        throw CommError(fmt::format(
+            "tcp transport: rank {} cannot reach {}: {}; check that the hosts can reach each "
+            "other on that address, or choose another interface with CHORUS_SOCKET_IFNAME "
+            "(rank {} listens on {} {})",
+            rank, link.where, error, rank, chosen.name, chosen.address));
+      sendHello(fd.get(), rank, index, options, deadline, link.where);
+      link.sockets.push_back(std::move(fd));
+    }
   }
 
   int missing = 0;
-  for (int peer = rank + 1; peer < nranks; ++peer)
-    missing += wanted(peer) ? 1 : 0;
+  for (int peer = rank + 1; peer < nranks; ++peer) {
+    if (!wanted(peer)) continue;
+    missing += options.socketsPerPeer;
+    links[static_cast<std::size_t>(peer)].sockets.resize(
+        static_cast<std::size_t>(options.socketsPerPeer));
+  }
   std::vector<std::string> refused;
   setNonBlocking(listener.get());
   while (missing > 0) {
     if (auto error = waitFor(listener.get(), POLLIN, deadline, "accept")) {
       std::vector<int> absent;
-      for (int r = rank + 1; r < nranks; ++r)
-        if (wanted(r) && !links[static_cast<std::size_t>(r)].fd) absent.push_back(r);
+      for (int r = rank + 1; r < nranks; ++r) {
+        const auto& sockets = links[static_cast<std::size_t>(r)].sockets;
+        if (wanted(r) && std::any_of(sockets.begin(), sockets.end(),
+                                     [](const SocketFd& socket) { return !socket; }))
+          absent.push_back(r);
+      }
       throw TimeoutError(
           fmt::format("tcp transport: rank {} waited {} ms for ranks {} to connect to {}:{}{}{}",
                       rank, options.timeout.count(), fmt::join(absent, ", "), chosen.address, port,
@@ -246,17 +279,22 @@ std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
                           SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!fd) continue;
     std::string why;
-    const int peer = readHello(fd.get(), rank, nranks, options, deadline, &why);
-    if (peer < 0 || !wanted(peer) || links[static_cast<std::size_t>(peer)].fd) {
+    int index = 0;
+    const int peer = readHello(fd.get(), rank, nranks, options, deadline, &index, &why);
+    if (peer < 0 || !wanted(peer) ||
+        links[static_cast<std::size_t>(peer)].sockets[static_cast<std::size_t>(index)]) {
       refused.push_back(why.empty() ? fmt::format("a connection claiming rank {}, which is "
                                                   "already connected or reached over shm",
                                                   peer)
                                     : why);
       continue;
     }
-    const AddressRecord a = peerAddress(store, options, peer, deadline);
-    links[static_cast<std::size_t>(peer)] = {
-        std::move(fd), fmt::format("rank {} on {} ({})", peer, a.host, a.address)};
+    TcpPeerLink& link = links[static_cast<std::size_t>(peer)];
+    if (link.where.empty()) {
+      const AddressRecord& a = addresses[static_cast<std::size_t>(peer)];
+      link.where = fmt::format("rank {} on {} ({})", peer, a.host, a.address);
+    }
+    link.sockets[static_cast<std::size_t>(index)] = std::move(fd);
     --missing;
   }
   return links;

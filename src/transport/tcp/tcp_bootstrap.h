@@ -14,11 +14,12 @@
 namespace chorus::transport {
 
 struct TcpPeerLink {
-  SocketFd fd;        // -1 for this rank itself
-  std::string where;  // "host 10.0.0.2:40123", for messages
+  std::vector<SocketFd> sockets;  // options.socketsPerPeer; empty for this rank and non-peers
+  std::string where;              // "rank 2 on host (10.0.0.2:40123 via eth0)", for messages
 };
 
-// Collective. Returns one connected, blocking socket per rank (this rank's entry empty).
+// Collective. Returns the connected sockets of every peer (options.peers), socket i of a pair
+// being the same connection on both ranks.
 std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
                                            const TcpOptions& options);
 

@@ -1,5 +1,6 @@
-// The TCP transport's ConnectionSet (tcp_transport.h): per-peer non-blocking sockets. Bytes
-// move under ioMutex_, by whichever thread holds it:
+// The TCP transport's ConnectionSet (tcp_transport.h): per-peer non-blocking sockets (one or
+// more "links" per peer; channel c's data and credits use link c % links, control frames link
+// 0, and a bye goes on every link). Bytes move under ioMutex_, by whichever thread holds it:
 //   * the interpreter, through its FIFO calls (TcpProgress): a commit or a release gathers
 //     and writes at once; an empty receive FIFO or a send FIFO out of credits reads the
 //     sockets. No thread handoff on the fast path, as in MPI progress engines.
@@ -22,6 +23,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -30,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "chorus/error.h"
@@ -95,16 +98,22 @@ struct Incoming {
   TcpRecvFifo* fifo = nullptr;  // data frames
 };
 
-struct Peer {
+// One TCP connection to a peer; every field is guarded by TcpConnections::ioMutex_.
+struct Link {
   SocketFd fd;
+  std::deque<Outgoing> out;
+  Incoming in;
+  bool departed = false;  // the peer sent bye on it
+  bool closed = false;    // socket done with
+};
+
+struct Peer {
+  std::vector<Link> links;  // empty: not a tcp peer (this rank, or reached over shm)
   std::string where;
-  std::deque<Outgoing> out;  // TcpConnections::ioMutex_
-  Incoming in;               // TcpConnections::ioMutex_
-  bool departed = false;     // sent bye (ioMutex_)
-  bool closed = false;       // socket done with (ioMutex_)
   // By channel; guarded by TcpConnections::fifoMutex_.
   std::vector<std::unique_ptr<TcpSendFifo>> send;
   std::vector<std::unique_ptr<TcpRecvFifo>> recv;
+  Link& linkOf(std::uint32_t channel) { return links[channel % links.size()]; }
 };
 
 class TcpConnections final : public ConnectionSet, private TcpProgress {
@@ -116,16 +125,13 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         peers_(ix(nranks)),
         peerCalls_(ix(nranks)) {
     for (int r = 0; r < nranks; ++r) {
-      if (r == rank) continue;
       Peer& peer = peers_[ix(r)];
-      if (!links[ix(r)].fd) {  // not a tcp peer (options.peers)
-        peer.closed = true;
-        continue;
-      }
-      peer.fd = std::move(links[ix(r)].fd);
       peer.where = std::move(links[ix(r)].where);
-      setNonBlocking(peer.fd.get());
-      setNoDelay(peer.fd.get());
+      for (SocketFd& fd : links[ix(r)].sockets) {
+        setNonBlocking(fd.get());
+        setNoDelay(fd.get());
+        peer.links.emplace_back().fd = std::move(fd);
+      }
     }
     wakeFd_ = SocketFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!wakeFd_) throw CommError(fmt::format("tcp transport: eventfd: {}", std::strerror(errno)));
@@ -157,7 +163,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     if (!fail(reason)) return;
     std::lock_guard lock(controlMutex_);
     for (int r = 0; r < nranks_; ++r)
-      if (r != rank_ && peers_[ix(r)].fd)
+      if (!peers_[ix(r)].links.empty())
         control_.push_back({r, makeFrame(FrameKind::abort, 0, 0, 0,
                                          std::string_view(reason).substr(0, kMaxReason))});
     wake(true);
@@ -173,7 +179,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     {
       std::lock_guard lock(controlMutex_);
       for (int r = 0; r < nranks_; ++r)
-        if (r != rank_ && peers_[ix(r)].fd)
+        if (!peers_[ix(r)].links.empty())
           control_.push_back(
               {r, makeFrame(FrameKind::call, 0, 0, 0, description.substr(0, kMaxCall))});
     }
@@ -202,7 +208,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     if (peer < 0 || peer >= nranks_ || peer == rank_)
       throw CommError(fmt::format("rank {}: peer {} is not another rank of this {}-rank group",
                                   rank_, peer, nranks_));
-    if (!peers_[ix(peer)].fd)
+    if (peers_[ix(peer)].links.empty())
       throw CommError(
           fmt::format("rank {}: rank {} is not connected over tcp (the mixed "
                       "transport reaches it over shm)",
@@ -266,8 +272,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     std::unique_lock lock(ioMutex_, std::try_to_lock);
     if (!lock) return;  // the holder is moving bytes
     guarded([&] {
-      for (int r = 0; r < nranks_; ++r)
-        if (r != rank_) readSome(r);
+      forEachLink([&](int r, std::size_t l) { readSome(r, l); });
       gather();
       writeAll();
     });
@@ -283,10 +288,17 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     }
   }
 
+  // Calls f(peer, link index) for every link of every tcp peer.
+  template <typename F>
+  void forEachLink(F f) {
+    for (int r = 0; r < nranks_; ++r)
+      for (std::size_t l = 0; l < peers_[ix(r)].links.size(); ++l)
+        f(r, l);
+  }
+
   bool writeAll() {
     bool wrote = false;
-    for (int r = 0; r < nranks_; ++r)
-      if (r != rank_) wrote = writeSome(r) || wrote;
+    forEachLink([&](int r, std::size_t l) { wrote = writeSome(r, l) || wrote; });
     return wrote;
   }
 
@@ -314,11 +326,13 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         const auto sincePoke =
             Clock::now().time_since_epoch().count() - lastPoke_.load(std::memory_order_relaxed);
         const bool interpreterPolls = sincePoke < kHandOffAfter.count();
-        for (int r = 0; r < nranks_ && !interpreterPolls; ++r) {
-          const Peer& peer = peers_[ix(r)];
-          if (r == rank_ || peer.closed) continue;
-          polls.push_back(
-              {peer.fd.get(), static_cast<short>(POLLIN | (peer.out.empty() ? 0 : POLLOUT)), 0});
+        if (!interpreterPolls) {
+          forEachLink([&](int r, std::size_t l) {
+            const Link& link = peers_[ix(r)].links[l];
+            if (link.closed) return;
+            polls.push_back(
+                {link.fd.get(), static_cast<short>(POLLIN | (link.out.empty() ? 0 : POLLOUT)), 0});
+          });
         }
       }
       const int ready = ::poll(polls.data(), polls.size(),
@@ -337,19 +351,20 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
       guarded([&] {
         for (std::size_t i = 1; i < polls.size(); ++i) {
           if (polls[i].revents == 0) continue;
-          const int r = peerOfFd(polls[i].fd);
-          if (polls[i].revents & (POLLIN | POLLHUP | POLLERR)) readSome(r);
-          if (polls[i].revents & POLLOUT) writeSome(r);
+          const auto [r, l] = linkOfFd(polls[i].fd);
+          if (polls[i].revents & (POLLIN | POLLHUP | POLLERR)) readSome(r, l);
+          if (polls[i].revents & POLLOUT) writeSome(r, l);
         }
       });
     }
   }
 
-  int peerOfFd(int fd) const {
+  std::pair<int, std::size_t> linkOfFd(int fd) const {
     for (int r = 0; r < nranks_; ++r)
-      if (r != rank_ && peers_[ix(r)].fd.get() == fd) return r;
+      for (std::size_t l = 0; l < peers_[ix(r)].links.size(); ++l)
+        if (peers_[ix(r)].links[l].fd.get() == fd) return {r, l};
     CHORUS_INTERNAL_ASSERT(false, "poll returned an unknown socket");
-    return -1;
+    return {-1, 0};
   }
 
   // Step 1. True if it queued anything.
@@ -375,35 +390,35 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         header.bytes = static_cast<std::uint32_t>(bytes);
         header.tag = tag;
         encodeFrameHeader(header, out.header);
-        peers_[ix(e.peer)].out.push_back(std::move(out));
+        peers_[ix(e.peer)].linkOf(header.channel).out.push_back(std::move(out));
         queued = true;
       }
     }
     for (const RecvEntry& e : recvSnapshot_) {
       const std::uint64_t credits = e.fifo->takeCredits();
       if (credits == 0) continue;
-      peers_[ix(e.peer)].out.push_back(makeFrame(FrameKind::credit,
-                                                 static_cast<std::uint32_t>(e.channel),
-                                                 static_cast<std::uint32_t>(credits), 0));
+      const auto channel = static_cast<std::uint32_t>(e.channel);
+      peers_[ix(e.peer)].linkOf(channel).out.push_back(
+          makeFrame(FrameKind::credit, channel, static_cast<std::uint32_t>(credits), 0));
       queued = true;
     }
     std::lock_guard lock(controlMutex_);
     for (auto& [peer, frame] : control_) {
-      peers_[ix(peer)].out.push_back(std::move(frame));
+      peers_[ix(peer)].links.front().out.push_back(std::move(frame));
       queued = true;
     }
     control_.clear();
     return queued;
   }
 
-  // Step 2 for one peer. True if it wrote anything.
-  bool writeSome(int r) {
-    Peer& peer = peers_[ix(r)];
+  // Step 2 for one link. True if it wrote anything.
+  bool writeSome(int r, std::size_t l) {
+    Link& link = peers_[ix(r)].links[l];
     bool wrote = false;
-    while (!peer.out.empty() && !peer.closed) {
+    while (!link.out.empty() && !link.closed) {
       std::array<iovec, 64> iov{};
       std::size_t n = 0;
-      for (auto it = peer.out.begin(); it != peer.out.end() && n + 2 <= iov.size(); ++it) {
+      for (auto it = link.out.begin(); it != link.out.end() && n + 2 <= iov.size(); ++it) {
         std::size_t skip = it->written;
         if (skip < kFrameHeaderBytes)
           iov[n++] = {it->header.data() + skip, kFrameHeaderBytes - skip};
@@ -414,31 +429,31 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
       msghdr message{};
       message.msg_iov = iov.data();
       message.msg_iovlen = n;
-      const ssize_t put = ::sendmsg(peer.fd.get(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+      const ssize_t put = ::sendmsg(link.fd.get(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (put < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        lost(r, describe(sysError("send")));
+        lost(r, l, describe(sysError("send")));
         break;
       }
       wrote = true;
       std::size_t done = static_cast<std::size_t>(put);
       while (done > 0) {
-        Outgoing& front = peer.out.front();
+        Outgoing& front = link.out.front();
         const std::size_t take = std::min(done, front.total() - front.written);
         front.written += take;
         done -= take;
-        if (front.written == front.total()) peer.out.pop_front();
+        if (front.written == front.total()) link.out.pop_front();
       }
     }
     return wrote;
   }
 
-  // Step 4 for one peer.
-  void readSome(int r) {
-    Peer& peer = peers_[ix(r)];
-    Incoming& in = peer.in;
-    while (!peer.closed) {
+  // Step 4 for one link.
+  void readSome(int r, std::size_t l) {
+    Link& link = peers_[ix(r)].links[l];
+    Incoming& in = link.in;
+    while (!link.closed) {
       std::uint8_t* at = nullptr;
       std::size_t want = 0;
       if (!in.inPayload) {
@@ -448,13 +463,13 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         at = in.target + in.payloadBytes;
         want = in.frame.bytes - in.payloadBytes;
       }
-      const ssize_t got = ::recv(peer.fd.get(), at, want, MSG_DONTWAIT);
+      const ssize_t got = ::recv(link.fd.get(), at, want, MSG_DONTWAIT);
       if (got == 0) {
-        if (peer.departed) {
-          peer.closed = true;
+        if (link.departed) {
+          link.closed = true;
           return;
         }
-        lost(r,
+        lost(r, l,
              "it closed the connection before the group finished: it exited, crashed or was "
              "killed; see that rank's own error");
         return;
@@ -462,24 +477,31 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
       if (got < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-        lost(r, describe(sysError("recv")));
+        lost(r, l, describe(sysError("recv")));
         return;
       }
       if (!in.inPayload) {
         in.headerBytes += static_cast<std::size_t>(got);
-        if (in.headerBytes == kFrameHeaderBytes) startFrame(r);
+        if (in.headerBytes == kFrameHeaderBytes) startFrame(r, l);
       } else {
         in.payloadBytes += static_cast<std::size_t>(got);
       }
-      if (in.inPayload && in.payloadBytes == in.frame.bytes) finishFrame(r);
+      if (in.inPayload && in.payloadBytes == in.frame.bytes) finishFrame(r, l);
     }
   }
 
-  void startFrame(int r) {
+  void startFrame(int r, std::size_t l) {
     Peer& peer = peers_[ix(r)];
-    Incoming& in = peer.in;
+    Incoming& in = peer.links[l].in;
     const std::string problem = decodeFrameHeader(in.header, fifo_.slotBytes, &in.frame);
-    if (!problem.empty()) return protocolError(r, problem);
+    if (!problem.empty()) return protocolError(r, l, problem);
+    if (in.frame.kind == FrameKind::data || in.frame.kind == FrameKind::credit) {
+      if (&peer.linkOf(in.frame.channel) != &peer.links[l])
+        return protocolError(r, l,
+                             fmt::format("{} frame for channel {} on connection {} of {}",
+                                         frameKindName(static_cast<std::uint8_t>(in.frame.kind)),
+                                         in.frame.channel, l, peer.links.size()));
+    }
     in.inPayload = true;
     in.payloadBytes = 0;
     if (in.frame.kind == FrameKind::data) {
@@ -489,18 +511,19 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
       }
       in.target = in.fifo->arrivalSlot();
       if (in.target == nullptr)
-        return protocolError(r, fmt::format("it sent more than {} unreleased slots on channel {}",
-                                            fifo_.slots, in.frame.channel));
+        return protocolError(r, l,
+                             fmt::format("it sent more than {} unreleased slots on channel {}",
+                                         fifo_.slots, in.frame.channel));
     } else {
       in.scratch.resize(in.frame.bytes);
       in.target = in.scratch.data();
     }
-    if (in.frame.bytes == 0) finishFrame(r);
+    if (in.frame.bytes == 0) finishFrame(r, l);
   }
 
-  void finishFrame(int r) {
+  void finishFrame(int r, std::size_t l) {
     Peer& peer = peers_[ix(r)];
-    Incoming& in = peer.in;
+    Incoming& in = peer.links[l].in;
     in.inPayload = false;
     in.headerBytes = 0;
     const auto text = [&] { return std::string(in.scratch.begin(), in.scratch.end()); };
@@ -516,9 +539,10 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
           if (in.frame.channel < byChannel.size()) fifo = byChannel[in.frame.channel].get();
         }
         if (fifo == nullptr || in.frame.count > fifo->outstanding())
-          return protocolError(r, fmt::format("it returned {} credits on channel {} for slots "
-                                              "never sent",
-                                              in.frame.count, in.frame.channel));
+          return protocolError(r, l,
+                               fmt::format("it returned {} credits on channel {} for slots "
+                                           "never sent",
+                                           in.frame.count, in.frame.channel));
         fifo->addCredits(in.frame.count);
         break;
       }
@@ -531,23 +555,25 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         fail(text());
         break;
       case FrameKind::bye:
-        peer.departed = true;
+        peer.links[l].departed = true;
         break;
       case FrameKind::hello:
-        return protocolError(r, "a second hello");
+        return protocolError(r, l, "a second hello");
     }
   }
 
-  void protocolError(int r, const std::string& problem) {
-    lost(r, "it sent a malformed frame: " + problem);
+  void protocolError(int r, std::size_t l, const std::string& problem) {
+    lost(r, l, "it sent a malformed frame: " + problem);
   }
 
-  // A peer's connection failed: the group fails on this rank (unless the peer left cleanly).
-  void lost(int r, const std::string& why) {
+  // A connection to a peer failed: the group fails on this rank (unless the peer left cleanly
+  // on that connection).
+  void lost(int r, std::size_t l, const std::string& why) {
     Peer& peer = peers_[ix(r)];
-    peer.closed = true;
-    peer.out.clear();
-    if (peer.departed) return;
+    Link& link = peer.links[l];
+    link.closed = true;
+    link.out.clear();
+    if (link.departed) return;
     fail(fmt::format("tcp transport: rank {} lost {}: {}", rank_, peer.where, why));
   }
 
@@ -556,36 +582,40 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
   // Closing a socket with unread bytes would send a reset, and a reset can destroy data the
   // peer has not read yet; so a rank closes only once its peers have finished with it.
   void sayGoodbye() {
-    for (int r = 0; r < nranks_; ++r)
-      if (r != rank_ && !peers_[ix(r)].closed)
-        peers_[ix(r)].out.push_back(makeFrame(FrameKind::bye, 0, 0, 0));
-    std::vector<bool> shut(ix(nranks_), false);
+    forEachLink([&](int r, std::size_t l) {
+      Link& link = peers_[ix(r)].links[l];
+      if (!link.closed) link.out.push_back(makeFrame(FrameKind::bye, 0, 0, 0));
+    });
+    std::vector<int> shut;  // sockets whose sending side is shut down
     const auto deadline = Clock::now() + kByeFlushLimit;
     while (Clock::now() < deadline) {
       std::vector<pollfd> polls;
-      for (int r = 0; r < nranks_; ++r) {
-        if (r == rank_) continue;
-        writeSome(r);
-        Peer& peer = peers_[ix(r)];
-        if (peer.closed) continue;
-        if (peer.out.empty() && !shut[ix(r)]) {
-          ::shutdown(peer.fd.get(), SHUT_WR);
-          shut[ix(r)] = true;
+      forEachLink([&](int r, std::size_t l) {
+        writeSome(r, l);
+        Link& link = peers_[ix(r)].links[l];
+        if (link.closed) return;
+        if (link.out.empty() && std::find(shut.begin(), shut.end(), link.fd.get()) == shut.end()) {
+          ::shutdown(link.fd.get(), SHUT_WR);
+          shut.push_back(link.fd.get());
         }
         polls.push_back(
-            {peer.fd.get(), static_cast<short>(POLLIN | (peer.out.empty() ? 0 : POLLOUT)), 0});
-      }
+            {link.fd.get(), static_cast<short>(POLLIN | (link.out.empty() ? 0 : POLLOUT)), 0});
+      });
       if (polls.empty()) break;
       ::poll(polls.data(), polls.size(), 10);
-      for (const pollfd& p : polls)
-        if (p.revents & (POLLIN | POLLHUP | POLLERR)) readSome(peerOfFd(p.fd));
+      for (const pollfd& p : polls) {
+        if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+          const auto [r, l] = linkOfFd(p.fd);
+          readSome(r, l);
+        }
+      }
     }
   }
 
   int rank_;
   int nranks_;
   FifoOptions fifo_;
-  std::mutex ioMutex_;       // whoever moves bytes: Peer::out, in, departed, closed; snapshots
+  std::mutex ioMutex_;       // whoever moves bytes: every Link; snapshots
   std::vector<Peer> peers_;  // the fifo vectors: fifoMutex_
 
   mutable std::mutex fifoMutex_;

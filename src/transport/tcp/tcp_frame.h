@@ -4,7 +4,8 @@
 //
 // Header (little-endian): u32 magic "CHTF", u8 version, u8 kind, u16 reserved (0),
 // u32 channel, u32 bytes, u32 count, u64 tag, u32 FNV-1a checksum of the first 28 bytes.
-//   hello   count = sender rank, tag = group id hash, payload = auth token (first frame)
+//   hello   count = sender rank, channel = which of the pair's connections (0 for the first),
+//           tag = group id hash, payload = auth token (first frame)
 //   data    channel, payload = one FIFO slot, tag = the sender's call tag
 //   credit  channel, count = slots the receiver released since its last credit
 //   call    payload = the sender's published call description (<= 200 bytes)

@@ -1,6 +1,7 @@
 // TCP transport: the ranks of a group are processes on any hosts that can reach each other.
-// Every pair of ranks shares one TCP connection carrying all their channels as frames
-// (tcp_frame.h); a progress thread per rank drives the non-blocking sockets, and each
+// Every pair of ranks shares one TCP connection (or several: TcpOptions::socketsPerPeer)
+// carrying their channels as frames (tcp_frame.h); a progress thread per rank drives the
+// non-blocking sockets, and each
 // connection direction on a channel is a FIFO of local slots with credit-based flow control
 // (tcp_fifo.h), so plans run unchanged over tcp and shm.
 #pragma once
@@ -16,6 +17,8 @@
 
 namespace chorus::transport {
 
+inline constexpr int kMaxSocketsPerPeer = 16;
+
 struct TcpOptions {
   FifoOptions fifo;
   // Unique per communicator and the same on every rank; names its store keys and is checked
@@ -26,6 +29,10 @@ struct TcpOptions {
   std::string authToken;
   // CHORUS_SOCKET_IFNAME (net_interfaces.h); empty = the default choice.
   std::string ifname;
+  // Connections per peer pair (CHORUS_SOCKETS_PER_PEER, 1..kMaxSocketsPerPeer); channel c
+  // travels on connection c % socketsPerPeer, so plans with several channels spread over
+  // several TCP streams. The same on every rank.
+  int socketsPerPeer = 1;
   // The peers this rank connects to over tcp, indexed by rank (empty = every other rank); the
   // same pairs on every rank. The mixed transport leaves out peers it reaches over shm;
   // asking for the FIFO of a peer left out is a CommError.
