@@ -12,6 +12,7 @@ namespace chorus::cli {
 namespace {
 
 constexpr int kMaxSlots = 4096;
+constexpr std::size_t kMaxEnvironmentBytes = 60'000;
 
 // One "--hosts" entry: "name", "name:slots", "[v6]" or "[v6]:slots"; a bare address with
 // several colons is a name without slots.
@@ -173,6 +174,13 @@ std::string environmentLines(const std::map<std::string, std::string>& variables
           name));
     }
     lines += name + "=" + value + "\n";
+  }
+  // The launcher writes them into a pipe before the agent reads: stay within its 64 KiB.
+  if (lines.size() > kMaxEnvironmentBytes) {
+    throw OptionError(fmt::format(
+        "the variables for remote ranks take {} bytes, over {}; pass fewer (-x, CHORUS_*) or "
+        "set the large ones on the hosts",
+        lines.size(), kMaxEnvironmentBytes));
   }
   return lines + "\n";
 }

@@ -47,7 +47,8 @@ std::string shellQuote(std::string_view text);
 std::string remoteRankScript(const std::vector<std::string>& program, const std::string& directory);
 
 // The stdin text remoteRankScript reads: one NAME=VALUE line per variable, then an empty line.
-// Throws OptionError for a name that is not a shell variable name or a value with a newline.
+// Throws OptionError for a name that is not a shell variable name, a value with a newline, or
+// more than 60,000 bytes in all.
 std::string environmentLines(const std::map<std::string, std::string>& variables);
 
 }  // namespace chorus::cli
