@@ -183,7 +183,9 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
           control_.push_back(
               {r, makeFrame(FrameKind::call, 0, 0, 0, description.substr(0, kMaxCall))});
     }
-    kick();  // sent with the call's first data, without waking the progress thread
+    // No send now: the frames leave with the call's first FIFO call (a commit or a poll of an
+    // empty FIFO gathers them), in the same sendmsg as its data, instead of costing the
+    // peer an extra segment and wake-up per call.
   }
 
   int progressThreads() const override { return 1; }
