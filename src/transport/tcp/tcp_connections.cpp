@@ -54,6 +54,7 @@ constexpr std::chrono::steady_clock::duration kHandOffAfter = std::chrono::milli
 constexpr std::size_t kMaxCall = 200;
 constexpr std::size_t kMaxReason = 4096;
 constexpr auto kByeFlushLimit = std::chrono::seconds(5);
+constexpr std::size_t kStageBytes = 16 << 10;
 
 std::size_t ix(int i) {
   return static_cast<std::size_t>(i);
@@ -105,6 +106,10 @@ struct Link {
   Incoming in;
   bool departed = false;  // the peer sent bye on it
   bool closed = false;    // socket done with
+  // Received bytes not parsed yet: stage[stageBegin, stageEnd).
+  std::vector<std::uint8_t> stage;
+  std::size_t stageBegin = 0;
+  std::size_t stageEnd = 0;
 };
 
 struct Peer {
@@ -451,20 +456,20 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     return wrote;
   }
 
-  // Step 4 for one link.
+  // Step 4 for one link. Headers, small payloads and whatever follows them are read in one
+  // recv into the link's staging buffer and parsed from there (one syscall for many small
+  // frames); a payload with at least kStageBytes still to come is read straight into its
+  // receive slot.
   void readSome(int r, std::size_t l) {
     Link& link = peers_[ix(r)].links[l];
     Incoming& in = link.in;
     while (!link.closed) {
-      std::uint8_t* at = nullptr;
-      std::size_t want = 0;
-      if (!in.inPayload) {
-        at = in.header.data() + in.headerBytes;
-        want = kFrameHeaderBytes - in.headerBytes;
-      } else {
-        at = in.target + in.payloadBytes;
-        want = in.frame.bytes - in.payloadBytes;
-      }
+      consumeStaged(r, l);
+      if (link.closed) return;
+      const bool direct = in.inPayload && in.frame.bytes - in.payloadBytes >= kStageBytes;
+      if (!direct && link.stage.empty()) link.stage.resize(kStageBytes);
+      std::uint8_t* at = direct ? in.target + in.payloadBytes : link.stage.data();
+      const std::size_t want = direct ? in.frame.bytes - in.payloadBytes : kStageBytes;
       const ssize_t got = ::recv(link.fd.get(), at, want, MSG_DONTWAIT);
       if (got == 0) {
         if (link.departed) {
@@ -482,14 +487,38 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         lost(r, l, describe(sysError("recv")));
         return;
       }
+      if (!direct) {
+        link.stageBegin = 0;
+        link.stageEnd = static_cast<std::size_t>(got);
+        continue;
+      }
+      in.payloadBytes += static_cast<std::size_t>(got);
+      if (in.payloadBytes == in.frame.bytes) finishFrame(r, l);
+    }
+  }
+
+  // Moves the staged bytes into headers and payloads, handling each frame they complete.
+  void consumeStaged(int r, std::size_t l) {
+    Link& link = peers_[ix(r)].links[l];
+    Incoming& in = link.in;
+    while (link.stageBegin < link.stageEnd && !link.closed) {
+      const std::uint8_t* from = link.stage.data() + link.stageBegin;
+      const std::size_t available = link.stageEnd - link.stageBegin;
       if (!in.inPayload) {
-        in.headerBytes += static_cast<std::size_t>(got);
+        const std::size_t take = std::min(available, kFrameHeaderBytes - in.headerBytes);
+        std::memcpy(in.header.data() + in.headerBytes, from, take);
+        in.headerBytes += take;
+        link.stageBegin += take;
         if (in.headerBytes == kFrameHeaderBytes) startFrame(r, l);
       } else {
-        in.payloadBytes += static_cast<std::size_t>(got);
+        const std::size_t take = std::min(available, in.frame.bytes - in.payloadBytes);
+        std::memcpy(in.target + in.payloadBytes, from, take);
+        in.payloadBytes += take;
+        link.stageBegin += take;
+        if (in.payloadBytes == in.frame.bytes) finishFrame(r, l);
       }
-      if (in.inPayload && in.payloadBytes == in.frame.bytes) finishFrame(r, l);
     }
+    if (link.stageBegin == link.stageEnd) link.stageBegin = link.stageEnd = 0;
   }
 
   void startFrame(int r, std::size_t l) {
