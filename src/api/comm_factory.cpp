@@ -100,11 +100,15 @@ std::vector<Communicator> makeProcessTransportThreadCommunicators(
 }
 
 // Across hosts, AllReduces from this size up run hierarchically (nodes = hosts): shm inside
-// each host, tcp across, on 1/G of the data (docs/performance.md, issue 7).
-constexpr std::string_view kHostAwareMinBytes = "16K";
+// each host, tcp across, on 1/G of the data; AllToAlls below the other size run in two steps
+// (seed 002: aggregate inside a host, one exchange per host pair), which sends fewer, larger
+// messages over tcp. Both measured on namespace-hosts (docs/performance.md, issue 7).
+constexpr std::string_view kHostAwareAllReduceMinBytes = "16K";
+constexpr std::string_view kHostAwareAllToAllMaxBytes = "512K";
 
-// The CHORUS_ALGO that runs AllReduce hierarchically when the ranks span several hosts, host
-// by host with as many on each; empty when they do not or the user chose plans.
+// The CHORUS_ALGO that runs AllReduce hierarchically and AllToAll in two steps when the ranks
+// span several hosts, host by host with as many on each; empty when they do not or the user
+// chose plans.
 std::string hostAwareAlgo(const std::vector<int>& hostOfRank, const ResolvedConfig& config) {
   // The user's choices (CHORUS_ALGO, CHORUS_ALGO_DIR) win.
   if (!config.algo.empty() || !config.algoDir.empty() || hostOfRank.empty()) return {};
@@ -114,7 +118,8 @@ std::string hostAwareAlgo(const std::vector<int>& hostOfRank, const ResolvedConf
   const int perHost = nranks / hosts;
   for (int r = 0; r < nranks; ++r)
     if (hostOfRank[static_cast<std::size_t>(r)] != r / perHost) return {};  // not host by host
-  return fmt::format("allreduce=hierarchical{{nodes={}}}:{}-max", hosts, kHostAwareMinBytes);
+  return fmt::format("allreduce=hierarchical{{nodes={}}}:{}-max;alltoall=two-step{{nodes={}}}:0-{}",
+                     hosts, kHostAwareAllReduceMinBytes, hosts, kHostAwareAllToAllMaxBytes);
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ namespace {
 using chorus::testing_support::CommandResult;
 using chorus::testing_support::runShell;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr int kHosts = 2;
 constexpr int kRanksPerHost = 2;
@@ -145,7 +146,7 @@ TEST_F(NetnsHostsTest, EveryCollectivesDefaultAlgorithmIsExact) {
     expectExact(collective);
 }
 
-TEST_F(NetnsHostsTest, DefaultAllReduceAcrossHostsIsHierarchical) {
+TEST_F(NetnsHostsTest, DefaultAllReduceAcrossHostsIsHierarchicalFrom16K) {
   // Ranks 0-1 on one host and 2-3 on the other: from 16 KiB the default is the hierarchical
   // AllReduce with nodes = hosts (shm inside, tcp across); below, the library default.
   const std::vector<RankRun> runs = launch(
@@ -154,6 +155,19 @@ TEST_F(NetnsHostsTest, DefaultAllReduceAcrossHostsIsHierarchical) {
     EXPECT_EQ(runs[static_cast<std::size_t>(r)].exitCode, 0)
         << runs[static_cast<std::size_t>(r)].output;
   EXPECT_THAT(runs[0].output, HasSubstr("allreduce.hierarchical{nodes=2}"));
+  EXPECT_THAT(runs[0].output, HasSubstr("# Wrong elements       : 0 OK"));
+}
+
+TEST_F(NetnsHostsTest, DefaultAllToAllAcrossHostsIsTwoStepBelow512K) {
+  const std::vector<RankRun> runs = launch(
+      fmt::format("'{}' bench alltoall --launched -b 64K -e 1M -f 16 --budget 0.01", CHORUS_CLI));
+  for (int r = 0; r < kRanks; ++r)
+    EXPECT_EQ(runs[static_cast<std::size_t>(r)].exitCode, 0)
+        << runs[static_cast<std::size_t>(r)].output;
+  EXPECT_THAT(runs[0].output, ::testing::ContainsRegex("65536 .* alltoall.two-step\\{nodes=2\\}"));
+  // From 512K the library default (not two-step) runs.
+  EXPECT_THAT(runs[0].output, ::testing::ContainsRegex("1048576 .* alltoall\\."));
+  EXPECT_THAT(runs[0].output, Not(::testing::ContainsRegex("1048576 .* two-step")));
   EXPECT_THAT(runs[0].output, HasSubstr("# Wrong elements       : 0 OK"));
 }
 
