@@ -43,6 +43,11 @@ constexpr std::uint32_t kMagic = 0x54534843;  // "CHST"
 constexpr std::uint32_t kVersion = 2;
 constexpr std::uint32_t kMaxFrame = 1u << 30;
 constexpr std::uint32_t kMaxHelloReply = 4096;
+// A client that has not greeted may send no more than this: an unauthenticated peer must not
+// make the server buffer a large frame.
+constexpr std::uint32_t kMaxHello = 64 << 10;
+// ... and must greet within this long, so silent connections cannot pile up.
+constexpr milliseconds kGreetWithin(10'000);
 constexpr milliseconds kRequestTimeout(60'000);
 constexpr milliseconds kReplyGrace(10'000);   // added to get/wait timeouts on the client side
 constexpr milliseconds kHandshakeMin(5'000);  // a handshake always gets at least this long
@@ -256,6 +261,7 @@ class TcpStore::Server {
   };
   struct Connection {
     int fd = -1;
+    Clock::time_point greetBy;  // dropped if not greeted by then
     bool greeted = false;
     bool dead = false;
     std::vector<std::uint8_t> in;
@@ -279,6 +285,7 @@ class TcpStore::Server {
         fds.push_back({connection.fd, events, 0});
         ids.push_back(id);
         if (connection.waiter) deadline = std::min(deadline, connection.waiter->deadline);
+        if (!connection.greeted) deadline = std::min(deadline, connection.greetBy);
       }
       int ready = ::poll(fds.data(), fds.size(), millisUntil(deadline));
       if (ready < 0 && errno != EINTR) return sysError("poll");
@@ -294,6 +301,9 @@ class TcpStore::Server {
         }
       }
       resolveWaiters();
+      const auto now = Clock::now();
+      for (auto& [id, connection] : connections_)
+        if (!connection.greeted && now >= connection.greetBy) connection.dead = true;
       std::erase_if(connections_, [](auto& entry) {
         if (entry.second.dead) ::close(entry.second.fd);
         return entry.second.dead;
@@ -307,7 +317,9 @@ class TcpStore::Server {
       int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) return;  // EAGAIN, or a transient error the next poll retries
       setNoDelay(fd);
-      connections_[nextId_++].fd = fd;
+      Connection& connection = connections_[nextId_++];
+      connection.fd = fd;
+      connection.greetBy = Clock::now() + kGreetWithin;
     }
   }
 
@@ -317,6 +329,7 @@ class TcpStore::Server {
       ssize_t got = ::recv(connection.fd, buffer, sizeof(buffer), 0);
       if (got > 0) {
         connection.in.insert(connection.in.end(), buffer, buffer + got);
+        if (!connection.greeted) processFrames(connection);  // drops an oversized hello now
         continue;
       }
       if (got < 0 && errno == EINTR) continue;
@@ -332,7 +345,7 @@ class TcpStore::Server {
     while (!connection.dead && !connection.waiter && connection.in.size() - offset >= 4) {
       std::uint32_t length = 0;
       Reader(std::span(connection.in).subspan(offset, 4)).u32(length);
-      if (length > kMaxFrame) {
+      if (length > (connection.greeted ? kMaxFrame : kMaxHello)) {
         connection.dead = true;
         break;
       }

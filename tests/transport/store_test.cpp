@@ -409,6 +409,34 @@ TEST(TcpStoreTest, StoreThatNeverAnswersIsACommErrorWithinTheHandshakeTimeout) {
   EXPECT_THAT(message, HasSubstr("timed out"));
 }
 
+TEST(TcpStoreTest, GarbageAtTheStorePortIsDroppedAndTheStoreGoesOn) {
+  TcpStore server("127.0.0.1", 0, true, kConnect);
+  server.set("k", toBytes("v"));
+  // A stranger's bytes, a frame claiming 1 GiB before any hello, and a bare connection.
+  const std::vector<std::string> visits = {
+      "GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+      std::string("\x00\x00\x00\x40", 4) + std::string(100'000, 'A'), ""};
+  for (const std::string& bytes : visits) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<std::uint16_t>(server.port()));
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    if (!bytes.empty()) {
+      [[maybe_unused]] auto sent = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      // The server hangs up on a stranger: reading reaches the end (or a reset) promptly.
+      char sink[64];
+      timeval wait{5, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+      EXPECT_LE(::recv(fd, sink, sizeof(sink), 0), 0) << "the server answered a stranger";
+    }
+    ::close(fd);
+  }
+  TcpStore client("127.0.0.1", server.port(), false, kConnect);
+  EXPECT_EQ(toString(client.get("k", kLong)), "v");
+}
+
 TEST(TcpStoreTest, ServerWithATokenRefusesClientsWithoutIt) {
   TcpStore server("127.0.0.1", 0, true, kConnect, "s3cret");
   TcpStore good("127.0.0.1", server.port(), false, kConnect, "s3cret");
