@@ -207,6 +207,25 @@ TEST_F(NetnsHostsTest, RankThatNeverStartsIsNamedWithinTheTimeout) {
   }
 }
 
+TEST_F(NetnsHostsTest, LoopbackAcrossHostsFailsFastOnEveryRank) {
+  // CHORUS_SOCKET_IFNAME=lo makes every rank listen on 127.0.0.1, which the other host cannot
+  // reach: a rank says so as soon as it reads the others' addresses, instead of retrying
+  // connections until the timeout.
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<RankRun> runs = launch(bench("allreduce"), "CHORUS_SOCKET_IFNAME=lo");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
+  // Rank 0 serves the store and fails like the others; a rank still reading the store then
+  // reports the store gone instead of the cause, so the cause is asked of rank 0 only.
+  EXPECT_THAT(runs[0].output, HasSubstr("listens on loopback (127.0.0.1 via lo)"));
+  for (int r = 0; r < kRanks; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_NE(runs[static_cast<std::size_t>(r)].exitCode, 0);
+    EXPECT_THAT(runs[static_cast<std::size_t>(r)].output,
+                ::testing::AnyOf(HasSubstr("listens on loopback"),
+                                 HasSubstr("the store server (rank 0) exited")));
+  }
+}
+
 TEST_F(NetnsHostsTest, ChorusLaunchAcrossHostsIsExact) {
   // The launcher runs on host 0 and starts ranks 0-1 there itself and ranks 2-3 on host 1
   // through the namespace rsh agent; the ranks meet at the launcher's store on host 0's address.

@@ -3,8 +3,10 @@
 // results, abort and published calls, clean leaving versus a peer that dies, a connected peer
 // that sends garbage, resets or returns bogus credits, and a rendezvous that refuses garbage,
 // other groups and wrong tokens.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -413,6 +415,37 @@ TEST(TcpTransport, RanksWithDifferentSocketsPerPeerBothFailNamingTheVariable) {
   EXPECT_THAT(error, HasSubstr("rank 0 opens 1 connections per peer and this rank 2"));
   EXPECT_THAT(rankZero.error, HasSubstr("rank 1 opens 2 connections per peer and this rank 1"));
   EXPECT_THAT(rankZero.error, HasSubstr("CHORUS_SOCKETS_PER_PEER"));
+}
+
+TEST(TcpTransport, APeerAddressThatRefusesFailsFastNamingIt) {
+  // Rank 0's published address has nobody listening (a wrong address for this host, or rank 0
+  // died after publishing): rank 1 gives up after a short grace, not at the 20 s timeout.
+  InMemoryStore store;
+  const TcpOptions options = smallOptions("refused");
+  int port = 0;
+  {
+    SocketFd probe(::socket(AF_INET, SOCK_STREAM, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(probe.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    socklen_t length = sizeof(address);
+    ::getsockname(probe.get(), reinterpret_cast<sockaddr*>(&address), &length);
+    port = ntohs(address.sin_port);
+  }  // closed: the port refuses
+  store.set("tcp/refused/netns/0", toBytes(networkNamespaceId()));
+  store.set("tcp/refused/addr/0", toBytes(fmt::format("127.0.0.1 {} elsewhere lo 1", port)));
+  const auto start = Clock::now();
+  std::string error;
+  try {
+    connectTcp(store, 1, 2, options);
+  } catch (const CommError& e) {
+    error = e.what();
+  }
+  EXPECT_LT(Clock::now() - start, 10s);
+  EXPECT_THAT(error, HasSubstr("cannot reach rank 0 on elsewhere"));
+  EXPECT_THAT(error, HasSubstr("Connection refused"));
+  EXPECT_THAT(error, HasSubstr("CHORUS_SOCKET_IFNAME"));
 }
 
 TEST(TcpTransport, BadOptionsAreOptionErrors) {

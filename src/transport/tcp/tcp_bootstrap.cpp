@@ -24,6 +24,7 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kHelloTimeout(10'000);
+constexpr milliseconds kRefusedGrace(2'000);
 
 milliseconds left(Clock::time_point deadline) {
   return std::max(milliseconds(0),
@@ -64,6 +65,10 @@ AddressRecord peerAddress(Store& store, const TcpOptions& options, int peer,
   return {address, port, host, ifname, sockets};
 }
 
+bool isLoopbackAddress(const std::string& address) {
+  return address.starts_with("127.") || address == "::1";
+}
+
 // A listening socket on `address` (numeric), port chosen by the kernel.
 SocketFd listenOn(const NetInterface& where, int backlog, int* port) {
   auto resolved = resolve(where.address, 0, true);
@@ -86,7 +91,9 @@ SocketFd listenOn(const NetInterface& where, int backlog, int* port) {
   return fd;
 }
 
-// Connects to address:port, retrying refused connections until the deadline.
+// Connects to address:port, retrying until the deadline; but a peer publishes its address only
+// once it listens, so a connection still refused (or the host unreachable) after
+// kRefusedGrace means the address is wrong for this host: it gives up then.
 SocketFd connectTo(const std::string& address, int port, Clock::time_point deadline,
                    std::string* lastError) {
   auto resolved = resolve(address, port, false);
@@ -96,6 +103,7 @@ SocketFd connectTo(const std::string& address, int port, Clock::time_point deadl
   }
   const addrinfo* info = std::get<AddrInfoList>(resolved).get();
   milliseconds pause(10);
+  Clock::time_point firstRefusal = Clock::time_point::max();
   while (true) {
     SocketFd fd(::socket(info->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd) {
@@ -116,7 +124,12 @@ SocketFd connectTo(const std::string& address, int port, Clock::time_point deadl
       errno = soError;
     }
     if (rc == 0) return fd;
+    const int error = errno;
     *lastError = describe(sysError("connect"));
+    if (error == ECONNREFUSED || error == EHOSTUNREACH || error == ENETUNREACH) {
+      if (firstRefusal == Clock::time_point::max()) firstRefusal = Clock::now();
+      if (Clock::now() - firstRefusal >= kRefusedGrace) return {};
+    }
     if (Clock::now() + pause >= deadline) return {};
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, milliseconds(500));
@@ -207,9 +220,11 @@ std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
   const RankIdentity identity = identifyThisProcess();
   const std::string here = networkNamespaceId();
   store.set(key(options, "netns", rank), toBytes(here));
-  bool remote = false;
+  std::vector<bool> elsewhere(static_cast<std::size_t>(nranks), false);  // another host
   for (int r = 0; r < nranks; ++r)
-    remote = remote || toString(store.get(key(options, "netns", r), left(deadline))) != here;
+    elsewhere[static_cast<std::size_t>(r)] =
+        toString(store.get(key(options, "netns", r), left(deadline))) != here;
+  const bool remote = std::find(elsewhere.begin(), elsewhere.end(), true) != elsewhere.end();
 
   const NetInterface chosen = chooseInterface(listInterfaces(), options.ifname, remote);
   int port = 0;
@@ -224,9 +239,18 @@ std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
   };
   // Every peer's record first, so a mismatch (CHORUS_SOCKETS_PER_PEER) fails both sides now.
   std::vector<AddressRecord> addresses(static_cast<std::size_t>(nranks));
-  for (int peer = 0; peer < nranks; ++peer)
-    if (peer != rank && wanted(peer))
-      addresses[static_cast<std::size_t>(peer)] = peerAddress(store, options, peer, deadline);
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer == rank || !wanted(peer)) continue;
+    const AddressRecord& a = addresses[static_cast<std::size_t>(peer)] =
+        peerAddress(store, options, peer, deadline);
+    // A loopback address on another host can never be reached from here: say so now.
+    if (elsewhere[static_cast<std::size_t>(peer)] && isLoopbackAddress(a.address))
+      throw CommError(fmt::format(
+          "tcp transport: rank {} on {} listens on loopback ({} via {}), which rank {} on "
+          "another host cannot reach; set CHORUS_SOCKET_IFNAME on every rank to an interface "
+          "the hosts share (this rank listens on {} {})",
+          peer, a.host, a.address, a.ifname, rank, chosen.name, chosen.address));
+  }
   std::vector<TcpPeerLink> links(static_cast<std::size_t>(nranks));
   for (int peer = 0; peer < rank; ++peer) {
     if (!wanted(peer)) continue;
