@@ -10,7 +10,7 @@ packages=(
   clang-format
   openmpi-bin libopenmpi-dev libgloo-dev
   libhwloc-dev pkg-config
-  iproute2
+  iproute2 procps
 )
 
 missing=()
