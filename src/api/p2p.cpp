@@ -155,7 +155,8 @@ class P2pBatch {
   void progress() {
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
     std::size_t remaining = transfers_.size();
-    runtime::IdleBackoff backoff(connections_.nranks() * (1 + connections_.progressThreads()));
+    runtime::IdleBackoff backoff(connections_.ranksOnThisHost() *
+                                 (1 + connections_.progressThreads()));
     while (remaining > 0) {
       bool progressed = false;
       for (auto& lane : lanes_) {

@@ -386,7 +386,7 @@ class RankExecutor {
   WorkerEnd runWorker(int w, int n) {
     const bool primary = w == 0;
     const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-    IdleBackoff backoff(connections_.nranks() * (n + connections_.progressThreads()));
+    IdleBackoff backoff(connections_.ranksOnThisHost() * (n + connections_.progressThreads()));
     std::size_t mine = 0;
     for (std::size_t t = static_cast<std::size_t>(w); t < tasks_.size(); t += n)
       mine += tasks_[t].done ? 0 : 1;

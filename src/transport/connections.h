@@ -36,6 +36,9 @@ class ConnectionSet {
   // Threads the transport runs per rank besides the caller's (tcp's progress thread), so
   // pollers can tell when the host's cores are oversubscribed.
   virtual int progressThreads() const { return 0; }
+  // Ranks of this group on this rank's host, itself included, for the same estimate: all of
+  // them unless the transport knows where its peers run.
+  virtual int ranksOnThisHost() const { return nranks(); }
   // Which host each rank runs on (hosts numbered in order of their lowest rank), when the
   // ranks span several hosts and the transport knows it; empty otherwise.
   virtual std::vector<int> hostOfRank() const { return {}; }

@@ -57,6 +57,7 @@ class MixedConnections final : public ConnectionSet {
     remote_->publishCall(description);
   }
   std::vector<int> hostOfRank() const override { return hostOfRank_; }
+  int ranksOnThisHost() const override { return local_ ? local_->nranks() : 1; }
   int progressThreads() const override {
     return (local_ ? local_->progressThreads() : 0) + remote_->progressThreads();
   }

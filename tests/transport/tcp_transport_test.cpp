@@ -180,6 +180,14 @@ TEST(TcpTransport, AbortAndCallsReachThePeers) {
   });
 }
 
+TEST(TcpTransport, CountsTheRanksOnItsHost) {
+  // All three share this host (one network namespace): pollers size their spinning by it.
+  onRanks(3, smallOptions("count"), [](int, ConnectionSet& c) {
+    EXPECT_EQ(c.ranksOnThisHost(), 3);
+    EXPECT_EQ(c.progressThreads(), 1);
+  });
+}
+
 TEST(TcpTransport, PeerThatLeavesCleanlyIsNotAFailure) {
   std::atomic<bool> left{false};
   onRanks(2, smallOptions("leave"), [&](int rank, ConnectionSet& c) {

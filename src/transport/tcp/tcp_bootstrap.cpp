@@ -252,6 +252,8 @@ std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
           peer, a.host, a.address, a.ifname, rank, chosen.name, chosen.address));
   }
   std::vector<TcpPeerLink> links(static_cast<std::size_t>(nranks));
+  for (int peer = 0; peer < nranks; ++peer)
+    links[static_cast<std::size_t>(peer)].sameHost = !elsewhere[static_cast<std::size_t>(peer)];
   for (int peer = 0; peer < rank; ++peer) {
     if (!wanted(peer)) continue;
     const AddressRecord& a = addresses[static_cast<std::size_t>(peer)];

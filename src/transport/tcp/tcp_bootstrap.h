@@ -16,6 +16,7 @@ namespace chorus::transport {
 struct TcpPeerLink {
   std::vector<SocketFd> sockets;  // options.socketsPerPeer; empty for this rank and non-peers
   std::string where;              // "rank 2 on host (10.0.0.2:40123 via eth0)", for messages
+  bool sameHost = false;          // in this rank's network namespace on this kernel
 };
 
 // Collective. Returns the connected sockets of every peer (options.peers), socket i of a pair

@@ -131,6 +131,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         peerCalls_(ix(nranks)) {
     for (int r = 0; r < nranks; ++r) {
       Peer& peer = peers_[ix(r)];
+      if (r != rank && links[ix(r)].sameHost) ++ranksOnThisHost_;
       peer.where = std::move(links[ix(r)].where);
       for (SocketFd& fd : links[ix(r)].sockets) {
         setNonBlocking(fd.get());
@@ -194,6 +195,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
   }
 
   int progressThreads() const override { return 1; }
+  int ranksOnThisHost() const override { return ranksOnThisHost_; }
 
   std::string peerCall(int peer) const override {
     checkPeer(peer, 0);
@@ -645,6 +647,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
 
   int rank_;
   int nranks_;
+  int ranksOnThisHost_ = 1;
   FifoOptions fifo_;
   std::mutex ioMutex_;       // whoever moves bytes: every Link; snapshots
   std::vector<Peer> peers_;  // the fifo vectors: fifoMutex_
