@@ -228,7 +228,7 @@ std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
 
   const NetInterface chosen = chooseInterface(listInterfaces(), options.ifname, remote);
   int port = 0;
-  SocketFd listener = listenOn(chosen, std::max(nranks, 16), &port);
+  SocketFd listener = listenOn(chosen, std::max(nranks * options.socketsPerPeer, 16), &port);
   const std::string self = fmt::format("{} {} {} {} {}", chosen.address, port,
                                        identity.hostname.empty() ? "?" : identity.hostname,
                                        chosen.name, options.socketsPerPeer);
