@@ -34,9 +34,12 @@ RankIdentity identifyThisProcess() {
   return identity;
 }
 
+std::string networkNamespaceId(const RankIdentity& identity) {
+  return identity.bootId + "/" + identity.netNamespace;
+}
+
 std::string networkNamespaceId() {
-  const RankIdentity self = identifyThisProcess();
-  return self.bootId + "/" + self.netNamespace;
+  return networkNamespaceId(identifyThisProcess());
 }
 
 }  // namespace chorus::transport

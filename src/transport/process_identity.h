@@ -22,5 +22,6 @@ RankIdentity identifyThisProcess();
 // "<boot id>/<network namespace>": equal for two processes exactly when they share one kernel
 // and one network stack, i.e. when they are on one host as far as networking goes.
 std::string networkNamespaceId();
+std::string networkNamespaceId(const RankIdentity& identity);
 
 }  // namespace chorus::transport

@@ -23,6 +23,7 @@
 #include "launch_supervisor.h"
 #include "support/env.h"
 #include "support/error.h"
+#include "transport/process_identity.h"
 #include "transport/tcp/net_interfaces.h"
 #include "transport/tcp_store.h"
 
@@ -43,12 +44,6 @@ struct LaunchArgs {
   std::string storeAddress;  // empty: the address of the interface the tcp transport would use
   std::vector<std::string> exports;  // -x NAME or NAME=VALUE
 };
-
-std::string thisHostName() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "";
-  return name;
-}
 
 std::string makeJobId() {
   std::random_device random;
@@ -122,7 +117,7 @@ ExitCode runLaunch(const LaunchArgs& args, const std::vector<std::string>& progr
   const std::vector<RankPlacement> placements =
       placeRanks(args.hosts.empty() ? std::vector<HostSlots>{{"localhost", std::nullopt}}
                                     : parseHosts(args.hosts),
-                 args.ranks, thisHostName());
+                 args.ranks, transport::identifyThisProcess().hostname);
   const bool remote = std::any_of(placements.begin(), placements.end(),
                                   [](const RankPlacement& place) { return !place.local; });
   const std::vector<std::string> agent = splitWords(

@@ -40,7 +40,6 @@ struct AddressRecord {
   int port = 0;
   std::string host;
   std::string ifname;
-  int sockets = 1;
 };
 
 // The address `peer` published; throws CommError when malformed.
@@ -62,7 +61,7 @@ AddressRecord peerAddress(Store& store, const TcpOptions& options, int peer,
         fmt::format("tcp transport: rank {} opens {} connections per peer and this rank {} "
                     "(CHORUS_SOCKETS_PER_PEER); set the same value on every rank",
                     peer, sockets, options.socketsPerPeer));
-  return {address, port, host, ifname, sockets};
+  return {address, port, host, ifname};
 }
 
 bool isLoopbackAddress(const std::string& address) {
@@ -218,7 +217,7 @@ std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
                                            const TcpOptions& options) {
   const auto deadline = deadlineAfter(options.timeout);
   const RankIdentity identity = identifyThisProcess();
-  const std::string here = networkNamespaceId();
+  const std::string here = networkNamespaceId(identity);
   store.set(key(options, "netns", rank), toBytes(here));
   std::vector<bool> elsewhere(static_cast<std::size_t>(nranks), false);  // another host
   for (int r = 0; r < nranks; ++r)

@@ -106,6 +106,7 @@ struct Link {
   Incoming in;
   bool departed = false;  // the peer sent bye on it
   bool closed = false;    // socket done with
+  bool shutDown = false;  // leaving: our sending side is shut down
   // Received bytes not parsed yet: stage[stageBegin, stageEnd).
   std::vector<std::uint8_t> stage;
   std::size_t stageBegin = 0;
@@ -619,7 +620,6 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
       Link& link = peers_[ix(r)].links[l];
       if (!link.closed) link.out.push_back(makeFrame(FrameKind::bye, 0, 0, 0));
     });
-    std::vector<int> shut;  // sockets whose sending side is shut down
     const auto deadline = Clock::now() + kByeFlushLimit;
     while (Clock::now() < deadline) {
       std::vector<pollfd> polls;
@@ -627,9 +627,9 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         writeSome(r, l);
         Link& link = peers_[ix(r)].links[l];
         if (link.closed) return;
-        if (link.out.empty() && std::find(shut.begin(), shut.end(), link.fd.get()) == shut.end()) {
+        if (link.out.empty() && !link.shutDown) {
           ::shutdown(link.fd.get(), SHUT_WR);
-          shut.push_back(link.fd.get());
+          link.shutDown = true;
         }
         polls.push_back(
             {link.fd.get(), static_cast<short>(POLLIN | (link.out.empty() ? 0 : POLLOUT)), 0});
