@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/install_deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+# The same configuration as test.sh's first stage, so the two scripts share build/ as is.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHORUS_WERROR=ON
 cmake --build build --target chorus
 
 chorus=build/chorus

@@ -155,24 +155,19 @@ chorusResult_t checkCall(const char* name, chorusComm_t comm, chorusStream_t str
   return chorusSuccess;
 }
 
-chorusResult_t checkType(const char* name, chorusComm_t comm, chorusDataType_t type,
-                         chorus::DataType* out) {
-  const auto t = dataTypeOf(type);
-  if (!t)
-    return invalid(comm, fmt::format("{}: datatype {} is not a chorusDataType_t (0 to {})", name,
-                                     static_cast<int>(type), chorusNumTypes - 1));
-  *out = *t;
-  return chorusSuccess;
+// The chorus type of a C datatype; OptionError (chorusInvalidArgument through guard) when it
+// is not one.
+chorus::DataType convertType(const char* name, chorusDataType_t type) {
+  if (const auto t = dataTypeOf(type)) return *t;
+  throw chorus::OptionError(fmt::format("{}: datatype {} is not a chorusDataType_t (0 to {})", name,
+                                        static_cast<int>(type), chorusNumTypes - 1));
 }
 
-chorusResult_t checkOp(const char* name, chorusComm_t comm, chorusRedOp_t op,
-                       chorus::ReduceOp* out) {
-  const auto o = reduceOpOf(op);
-  if (!o)
-    return invalid(comm, fmt::format("{}: reduction operator {} is not a chorusRedOp_t (0 to {})",
-                                     name, static_cast<int>(op), chorusNumOps - 1));
-  *out = *o;
-  return chorusSuccess;
+chorus::ReduceOp convertOp(const char* name, chorusRedOp_t op) {
+  if (const auto o = reduceOpOf(op)) return *o;
+  throw chorus::OptionError(
+      fmt::format("{}: reduction operator {} is not a chorusRedOp_t (0 to {})", name,
+                  static_cast<int>(op), chorusNumOps - 1));
 }
 
 }  // namespace
@@ -305,81 +300,81 @@ chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank) {
 chorusResult_t chorusAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                chorusDataType_t datatype, chorusRedOp_t op, chorusComm_t comm,
                                chorusStream_t stream) {
-  chorus::DataType type;
-  chorus::ReduceOp reduceOp;
   if (auto r = checkCall("chorusAllReduce", comm, stream)) return r;
-  if (auto r = checkType("chorusAllReduce", comm, datatype, &type)) return r;
-  if (auto r = checkOp("chorusAllReduce", comm, op, &reduceOp)) return r;
-  return guard(comm, Phase::call,
-               [&] { comm->comm.allReduce(sendbuff, recvbuff, count, type, reduceOp); });
+  return guard(comm, Phase::call, [&] {
+    const chorus::DataType type = convertType("chorusAllReduce", datatype);
+    const chorus::ReduceOp reduceOp = convertOp("chorusAllReduce", op);
+    comm->comm.allReduce(sendbuff, recvbuff, count, type, reduceOp);
+  });
 }
 
 chorusResult_t chorusBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                chorusDataType_t datatype, int root, chorusComm_t comm,
                                chorusStream_t stream) {
-  chorus::DataType type;
   if (auto r = checkCall("chorusBroadcast", comm, stream)) return r;
-  if (auto r = checkType("chorusBroadcast", comm, datatype, &type)) return r;
-  return guard(comm, Phase::call,
-               [&] { comm->comm.broadcast(sendbuff, recvbuff, count, type, root); });
+  return guard(comm, Phase::call, [&] {
+    const chorus::DataType type = convertType("chorusBroadcast", datatype);
+    comm->comm.broadcast(sendbuff, recvbuff, count, type, root);
+  });
 }
 
 chorusResult_t chorusReduce(const void* sendbuff, void* recvbuff, size_t count,
                             chorusDataType_t datatype, chorusRedOp_t op, int root,
                             chorusComm_t comm, chorusStream_t stream) {
-  chorus::DataType type;
-  chorus::ReduceOp reduceOp;
   if (auto r = checkCall("chorusReduce", comm, stream)) return r;
-  if (auto r = checkType("chorusReduce", comm, datatype, &type)) return r;
-  if (auto r = checkOp("chorusReduce", comm, op, &reduceOp)) return r;
-  return guard(comm, Phase::call,
-               [&] { comm->comm.reduce(sendbuff, recvbuff, count, type, reduceOp, root); });
+  return guard(comm, Phase::call, [&] {
+    const chorus::DataType type = convertType("chorusReduce", datatype);
+    const chorus::ReduceOp reduceOp = convertOp("chorusReduce", op);
+    comm->comm.reduce(sendbuff, recvbuff, count, type, reduceOp, root);
+  });
 }
 
 chorusResult_t chorusAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                chorusDataType_t datatype, chorusComm_t comm,
                                chorusStream_t stream) {
-  chorus::DataType type;
   if (auto r = checkCall("chorusAllGather", comm, stream)) return r;
-  if (auto r = checkType("chorusAllGather", comm, datatype, &type)) return r;
-  return guard(comm, Phase::call,
-               [&] { comm->comm.allGather(sendbuff, recvbuff, sendcount, type); });
+  return guard(comm, Phase::call, [&] {
+    const chorus::DataType type = convertType("chorusAllGather", datatype);
+    comm->comm.allGather(sendbuff, recvbuff, sendcount, type);
+  });
 }
 
 chorusResult_t chorusReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                    chorusDataType_t datatype, chorusRedOp_t op, chorusComm_t comm,
                                    chorusStream_t stream) {
-  chorus::DataType type;
-  chorus::ReduceOp reduceOp;
   if (auto r = checkCall("chorusReduceScatter", comm, stream)) return r;
-  if (auto r = checkType("chorusReduceScatter", comm, datatype, &type)) return r;
-  if (auto r = checkOp("chorusReduceScatter", comm, op, &reduceOp)) return r;
-  return guard(comm, Phase::call,
-               [&] { comm->comm.reduceScatter(sendbuff, recvbuff, recvcount, type, reduceOp); });
+  return guard(comm, Phase::call, [&] {
+    const chorus::DataType type = convertType("chorusReduceScatter", datatype);
+    const chorus::ReduceOp reduceOp = convertOp("chorusReduceScatter", op);
+    comm->comm.reduceScatter(sendbuff, recvbuff, recvcount, type, reduceOp);
+  });
 }
 
 chorusResult_t chorusAllToAll(const void* sendbuff, void* recvbuff, size_t count,
                               chorusDataType_t datatype, chorusComm_t comm, chorusStream_t stream) {
-  chorus::DataType type;
   if (auto r = checkCall("chorusAllToAll", comm, stream)) return r;
-  if (auto r = checkType("chorusAllToAll", comm, datatype, &type)) return r;
-  return guard(comm, Phase::call, [&] { comm->comm.allToAll(sendbuff, recvbuff, count, type); });
+  return guard(comm, Phase::call, [&] {
+    const chorus::DataType type = convertType("chorusAllToAll", datatype);
+    comm->comm.allToAll(sendbuff, recvbuff, count, type);
+  });
 }
 
 chorusResult_t chorusSend(const void* sendbuff, size_t count, chorusDataType_t datatype, int peer,
                           chorusComm_t comm, chorusStream_t stream) {
-  chorus::DataType type;
   if (auto r = checkCall("chorusSend", comm, stream)) return r;
-  if (auto r = checkType("chorusSend", comm, datatype, &type)) return r;
-  return guard(comm, Phase::call, [&] { comm->comm.send(sendbuff, count, type, peer); });
+  return guard(comm, Phase::call, [&] {
+    const chorus::DataType type = convertType("chorusSend", datatype);
+    comm->comm.send(sendbuff, count, type, peer);
+  });
 }
 
 chorusResult_t chorusRecv(void* recvbuff, size_t count, chorusDataType_t datatype, int peer,
                           chorusComm_t comm, chorusStream_t stream) {
-  chorus::DataType type;
   if (auto r = checkCall("chorusRecv", comm, stream)) return r;
-  if (auto r = checkType("chorusRecv", comm, datatype, &type)) return r;
-  return guard(comm, Phase::call, [&] { comm->comm.recv(recvbuff, count, type, peer); });
+  return guard(comm, Phase::call, [&] {
+    const chorus::DataType type = convertType("chorusRecv", datatype);
+    comm->comm.recv(recvbuff, count, type, peer);
+  });
 }
 
 chorusResult_t chorusGroupStart(void) {

@@ -46,7 +46,7 @@ std::string encodeKey(std::string_view key) {
       name += fmt::format("%{:02X}", c);
     }
   }
-  if (name.empty()) name = "%";
+  if (name.empty()) name.push_back('%');
   if (name.size() > kMaxNameLength) {
     name = fmt::format("{}~{:016x}", name.substr(0, kMaxNameLength - 17), hashFnv1a(key));
   }

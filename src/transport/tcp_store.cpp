@@ -158,10 +158,13 @@ class Reader {
 };
 
 std::vector<std::uint8_t> frame(const std::vector<std::uint8_t>& payload) {
-  Writer writer;
-  writer.u32(static_cast<std::uint32_t>(payload.size()));
-  auto bytes = writer.take();
-  bytes.insert(bytes.end(), payload.begin(), payload.end());
+  // Sized once and filled in place (GCC 12 -O3 misreads a push_back-then-insert of the payload
+  // as an overread, GCC bug 105651).
+  std::vector<std::uint8_t> bytes(4 + payload.size());
+  const auto size = static_cast<std::uint32_t>(payload.size());
+  for (std::size_t i = 0; i < 4; ++i)
+    bytes[i] = static_cast<std::uint8_t>(size >> (8 * i));
+  std::copy(payload.begin(), payload.end(), bytes.begin() + 4);
   return bytes;
 }
 

@@ -2,6 +2,7 @@
 // for Figure 2's system (counted by reasoning and by an independent brute force), the counts
 // implied by Appendix A's tables, the device layout of a matrix (Figure 2's n/m markers and
 // reduction groups), hierarchies derived from topology presets, and the option errors.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 
 #include "support/error.h"
 #include "synth/p2_placement.h"
+#include "test_seed.h"
 #include "topology/presets.h"
 #include "topology/topology.h"
 
@@ -119,9 +121,7 @@ TEST(P2Placement, EveryMatrixSatisfiesBothProductConstraints) {
 }
 
 TEST(P2Placement, MatchesBruteForceOnRandomSystems) {
-  const unsigned seed = std::random_device{}();
-  SCOPED_TRACE(testing::Message() << "seed " << seed);
-  std::mt19937 rng(seed);
+  std::mt19937 rng(testing_support::testSeed());
   const std::vector<int> sizes = {1, 2, 3, 4, 6};
   for (int round = 0; round < 40; ++round) {
     SystemHierarchy h;
@@ -129,7 +129,7 @@ TEST(P2Placement, MatchesBruteForceOnRandomSystems) {
     int devices = 1;
     for (int j = 0; j < levels; ++j) {
       const int size = sizes[rng() % sizes.size()];
-      h.levels.push_back({"L" + std::to_string(j), size});
+      h.levels.push_back({fmt::format("L{}", j), size});
       devices *= size;
     }
     // Random axes whose product is the device count: peel off random divisors.

@@ -3,6 +3,7 @@
 // 10 in the language, syntax-guided enumeration (its program counts against Appendix A, and
 // against an unpruned brute force), and placing programs on the whole system (checked again
 // with the full-system semantics).
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +17,7 @@
 #include "support/error.h"
 #include "synth/p2_placement.h"
 #include "synth/p2_program.h"
+#include "test_seed.h"
 
 namespace chorus::synth {
 namespace {
@@ -369,16 +371,14 @@ TEST(P2Program, PlacedProgramsAreValidOnTheWholeSystem) {
 }
 
 TEST(P2Program, PlacedProgramsAreValidOnRandomSystems) {
-  const unsigned seed = std::random_device{}();
-  SCOPED_TRACE(testing::Message() << "seed " << seed);
-  std::mt19937 rng(seed);
+  std::mt19937 rng(testing_support::testSeed());
   const std::vector<int> sizes = {1, 2, 3};
   for (int round = 0; round < 20; ++round) {
     SystemHierarchy system;
     int devices = 1;
     for (int j = 0; j < 3; ++j) {
       const int size = sizes[rng() % sizes.size()];
-      system.levels.push_back({"L" + std::to_string(j), size});
+      system.levels.push_back({fmt::format("L{}", j), size});
       devices *= size;
     }
     std::vector<int> axes;

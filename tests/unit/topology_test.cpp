@@ -2,6 +2,7 @@
 // NVLink pairs, PCIe/QPI otherwise), shared resources, the routing rule's tie-breaks,
 // cross-node routes through NICs and an oversubscribed core, chorus-topology/1 round trips
 // and path-naming errors, loadTopology, and the local (detect) model.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -154,7 +155,7 @@ NodeModel smallNode(int devices, std::vector<Vertex> switches) {
   node.name = "test";
   node.devices = devices;
   for (int d = 0; d < devices; ++d)
-    node.vertices.push_back({"d" + std::to_string(d)});
+    node.vertices.push_back({fmt::format("d{}", d)});
   for (Vertex& s : switches)
     node.vertices.push_back(std::move(s));
   return node;

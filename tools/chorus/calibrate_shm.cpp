@@ -13,9 +13,9 @@
 //      buffers into a third, bytes of the output per second. These flat rates are used only
 //      where the curves of step 4 are absent.
 //   4. Rate curves: allgather.ring and reducescatter.ring at 2 ranks (bound to cores), 64 KiB
-//      to 64 MiB, median batch, fastest of 6 alternating sweeps. For each size, bisection
-//      finds the flat copy rate at which the simulator predicts the measured allgather time,
-//      then (with the copy curve in place) the reduce rate for reducescatter; each point is
+//      to 64 MiB, median batch, fastest of 6 alternating sweeps (CalibrationEffort). For each size,
+//      bisection finds the flat copy rate at which the simulator predicts the measured allgather
+//      time, then (with the copy curve in place) the reduce rate for reducescatter; each point is
 //      keyed by the node's working set, so caches show up as faster small calls. If the
 //      64 KiB point copies slower than 3/4 of one thread's DRAM rate (step 3), the host was
 //      in a slow period: the sweeps run again, up to 3 times, and the report says so.
@@ -24,7 +24,7 @@
 //      linearly with NodeModel::wakeLatency w (each message waits w with probability 1/2), so
 //      w = (T - T(0)) / (T(1 us) - T(0)) us, the median over the sizes.
 // Each latency sweep's time is its best batch (the least disturbed by other processes), the
-// median over 3 repeats.
+// median over 3 repeats. `--quick` (CalibrationEffort::quick) sweeps and fits once.
 #include "calibrate_shm.h"
 
 #include <fmt/format.h>
@@ -59,7 +59,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kShortPipeline = 8;
 constexpr int kLongPipeline = 64;
-constexpr int kRepeats = 3;
 constexpr std::size_t kTileBytes = 256 << 10;
 constexpr std::size_t kBufferBytes = 64 << 20;
 constexpr int kMemoryRuns = 5;
@@ -67,14 +66,12 @@ constexpr int kMemoryRuns = 5;
 constexpr const char* kCurveMin = "64K";
 constexpr const char* kCurveMax = "64M";
 constexpr unsigned kCurveFactor = 4;
-constexpr int kCurveRepeats = 6;
 constexpr double kMinFitRate = 1e8;   // 0.1 GB/s
 constexpr double kMaxFitRate = 2e11;  // 200 GB/s
 // Step 4's check against slow periods: the smallest working set's fitted copy rate must reach
 // this share of one thread's DRAM copy rate, else the sweeps run again (at most
-// kCurveAttempts times, kCurveRetryPauseSeconds apart).
+// CalibrationEffort::curveAttempts times, kCurveRetryPauseSeconds apart).
 constexpr double kDisturbedShare = 0.75;
-constexpr int kCurveAttempts = 3;
 constexpr int kCurveRetryPauseSeconds = 5;
 // The wake-latency sweep (step 5).
 constexpr const char* kWakeMin = "512";
@@ -114,8 +111,8 @@ class TempFile {
 std::vector<perf::BenchRecord> sweepRecords(perf::Collective collective,
                                             const std::string& algorithm,
                                             const std::string& minBytes,
-                                            const std::string& maxBytes, unsigned factor = 8,
-                                            int ranks = 2) {
+                                            const std::string& maxBytes, int maxBatches,
+                                            unsigned factor = 8, int ranks = 2) {
   const std::string name(perf::collectiveName(collective));
   perf::BenchArgs sweep;
   sweep.collective = name;
@@ -125,7 +122,7 @@ std::vector<perf::BenchRecord> sweepRecords(perf::Collective collective,
   sweep.inplace = false;
   sweep.check = true;
   sweep.budgetSeconds = 0.03;
-  sweep.maxBatches = 15;
+  sweep.maxBatches = maxBatches;
   sweep.printTable = false;
   TempFile json;
   sweep.jsonPath = json.path();
@@ -163,9 +160,10 @@ std::vector<perf::BenchRecord> sweepRecords(perf::Collective collective,
 
 // Best-batch µs per call of each size of one 2-rank shm sweep of `algorithm`.
 std::vector<double> sweepMinUs(perf::Collective collective, const std::string& algorithm,
-                               const std::string& minBytes, const std::string& maxBytes) {
+                               const std::string& minBytes, const std::string& maxBytes,
+                               int maxBatches) {
   std::vector<double> times;
-  for (const auto& record : sweepRecords(collective, algorithm, minBytes, maxBytes))
+  for (const auto& record : sweepRecords(collective, algorithm, minBytes, maxBytes, maxBatches))
     times.push_back(record.minUs);
   return times;
 }
@@ -220,17 +218,17 @@ double workingSetOf(const ir::Algorithm& plan, std::uint64_t bytes, topology::Fa
 }
 
 // Step 4: copy and reduce rate curves fitted to allgather.ring and reducescatter.ring.
-void fitCurves(const topology::HostInfo& host, topology::Calibration& c,
-               CalibrationReport& report) {
+void fitCurves(const topology::HostInfo& host, const CalibrationEffort& effort,
+               topology::Calibration& c, CalibrationReport& report) {
   // The two sweeps alternate, so a slow period of the host hits both alike.
   std::vector<std::uint64_t> copySizes, reduceSizes;
   std::vector<double> copyTimes, reduceTimes;
-  for (int repeat = 0; repeat < kCurveRepeats; ++repeat) {
+  for (int repeat = 0; repeat < effort.curveRepeats; ++repeat) {
     foldFastestSweep(sweepRecords(perf::Collective::allgather, "allgather.ring", kCurveMin,
-                                  kCurveMax, kCurveFactor),
+                                  kCurveMax, effort.maxBatches, kCurveFactor),
                      copySizes, copyTimes);
     foldFastestSweep(sweepRecords(perf::Collective::reducescatter, "reducescatter.ring", kCurveMin,
-                                  kCurveMax, kCurveFactor),
+                                  kCurveMax, effort.maxBatches, kCurveFactor),
                      reduceSizes, reduceTimes);
   }
   const ir::Algorithm allgather = compileAt("allgather.ring", 2);
@@ -261,16 +259,16 @@ void fitCurves(const topology::HostInfo& host, topology::Calibration& c,
 
 // Step 5: NodeModel::wakeLatency from allreduce.ring at 2 x cores ranks; 0 when the host has
 // too many cores to oversubscribe within the registry's rank limit.
-double fitWakeLatency(const topology::HostInfo& host, const topology::Calibration& c,
-                      CalibrationReport& report) {
+double fitWakeLatency(const topology::HostInfo& host, const CalibrationEffort& effort,
+                      const topology::Calibration& c, CalibrationReport& report) {
   const int ranks = 2 * std::max(1, host.cores);
   if (ranks > kMaxWakeRanks) return 0;
   std::vector<double> fastest;
   std::vector<std::uint64_t> sizes;
-  for (int repeat = 0; repeat < kRepeats; ++repeat)
-    foldFastestSweep(
-        sweepRecords(perf::Collective::allreduce, "allreduce.ring", kWakeMin, kWakeMax, 8, ranks),
-        sizes, fastest);
+  for (int repeat = 0; repeat < effort.repeats; ++repeat)
+    foldFastestSweep(sweepRecords(perf::Collective::allreduce, "allreduce.ring", kWakeMin, kWakeMax,
+                                  effort.maxBatches, 8, ranks),
+                     sizes, fastest);
   const ir::Algorithm plan = compileAt("allreduce.ring", ranks);
   // Steps 1-4 so far; the flat rates (measured later) do not matter next to the curves.
   topology::Calibration trial = topology::defaultCalibration();
@@ -374,22 +372,23 @@ double memoryBandwidth(int threads) {
 
 }  // namespace
 
-CalibrationReport calibrateShm(const topology::HostInfo& host) {
+CalibrationReport calibrateShm(const topology::HostInfo& host, const CalibrationEffort& effort) {
   CalibrationReport report;
   report.shortPipeline = kShortPipeline;
   report.longPipeline = kLongPipeline;
   // 1-2: the forked sweeps, before any thread exists in this process.
   std::vector<double> ring, chainShort, chainLong;
-  for (int repeat = 0; repeat < kRepeats; ++repeat) {
-    for (double us : sweepMinUs(perf::Collective::allreduce, "allreduce.ring", "8", "512"))
+  for (int repeat = 0; repeat < effort.repeats; ++repeat) {
+    for (double us :
+         sweepMinUs(perf::Collective::allreduce, "allreduce.ring", "8", "512", effort.maxBatches))
       ring.push_back(us);
     chainShort.push_back(sweepMinUs(perf::Collective::broadcast,
                                     fmt::format("broadcast.chain{{pipeline={}}}", kShortPipeline),
-                                    "4K", "4K")
+                                    "4K", "4K", effort.maxBatches)
                              .front());
     chainLong.push_back(sweepMinUs(perf::Collective::broadcast,
                                    fmt::format("broadcast.chain{{pipeline={}}}", kLongPipeline),
-                                   "4K", "4K")
+                                   "4K", "4K", effort.maxBatches)
                             .front());
   }
   report.ringUs = perf::medianOf(ring);
@@ -404,12 +403,12 @@ CalibrationReport calibrateShm(const topology::HostInfo& host) {
   c.reduceRate = reduceRate();
   // 4-5 (still before any thread): the rate curves, then the wake latency. A cache-resident
   // 2-rank copy slower than one thread's DRAM copy means the host was in a slow period
-  // (docs/topology.md): fit again, up to kCurveAttempts times.
+  // (docs/topology.md): fit again, up to effort.curveAttempts times.
   for (report.curveAttempts = 1;; ++report.curveAttempts) {
-    fitCurves(host, c, report);
+    fitCurves(host, effort, c, report);
     report.curvesDisturbed =
         c.copyCurve.empty() || c.copyCurve.front().rate < kDisturbedShare * c.copyRate;
-    if (!report.curvesDisturbed || report.curveAttempts == kCurveAttempts) break;
+    if (!report.curvesDisturbed || report.curveAttempts >= effort.curveAttempts) break;
     c.copyCurve.clear();
     c.reduceCurve.clear();
     report.curveSizes.clear();
@@ -417,7 +416,7 @@ CalibrationReport calibrateShm(const topology::HostInfo& host) {
     report.reduceUs.clear();
     std::this_thread::sleep_for(std::chrono::seconds(kCurveRetryPauseSeconds));
   }
-  c.wakeLatency = fitWakeLatency(host, c, report);
+  c.wakeLatency = fitWakeLatency(host, effort, c, report);
   report.threads = std::max(1, host.cores);
   c.memoryBandwidth = memoryBandwidth(report.threads);
   for (double* value : {&c.messageLatency, &c.stepOverhead, &c.copyRate, &c.reduceRate,

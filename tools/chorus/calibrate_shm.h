@@ -32,9 +32,21 @@ struct CalibrationReport {
   std::vector<double> wakeUs;
 };
 
+// How much calibrateShm measures. The defaults take about half a minute on 2 idle cores;
+// quick() sweeps each kind once and fits once (a few seconds: coarser numbers, for a first
+// look and for tests, where sanitizers make every sweep many times slower).
+struct CalibrationEffort {
+  int repeats = 3;        // latency sweeps of steps 1, 2 and 5 (median, resp. fastest)
+  int curveRepeats = 6;   // alternating rate-curve sweeps of step 4 (fastest of them)
+  int curveAttempts = 3;  // fits of step 4 while the host looks disturbed
+  int maxBatches = 15;    // timed batches per size in each sweep
+  static CalibrationEffort quick() { return {1, 1, 1, 3}; }
+};
+
 // Runs the 2-rank shm sweeps (forked processes, so it must be called before this process
 // starts any thread), then the memory tests (copy and reduce on one thread, copy on
-// host.cores threads). Takes a few seconds. Throws chorus::UserError when a sweep fails.
-CalibrationReport calibrateShm(const topology::HostInfo& host);
+// host.cores threads). Throws chorus::UserError when a sweep fails.
+CalibrationReport calibrateShm(const topology::HostInfo& host,
+                               const CalibrationEffort& effort = {});
 
 }  // namespace chorus::cli

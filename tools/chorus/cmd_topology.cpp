@@ -32,6 +32,7 @@ struct TopologyArgs {
   bool json = false;
   int ranks = 0;
   bool noCalibrate = false;
+  bool quick = false;
   std::string output;
 };
 
@@ -89,8 +90,10 @@ std::string groupsText(const std::vector<std::vector<int>>& groups) {
   std::string text;
   for (const auto& group : groups) {
     text += text.empty() ? "{" : " {";
-    for (std::size_t i = 0; i < group.size(); ++i)
-      text += (i ? " " : "") + std::to_string(group[i]);
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      if (i) text += ' ';
+      text += std::to_string(group[i]);
+    }
     text += "}";
   }
   return text;
@@ -250,7 +253,8 @@ ExitCode runDetect(const TopologyArgs& args) {
     }
     fmt::print(out, "calibrating chorus's shm transport (2 ranks) and memory...\n");
     std::fflush(out);
-    const CalibrationReport report = calibrateShm(host);
+    const CalibrationReport report =
+        calibrateShm(host, args.quick ? CalibrationEffort::quick() : CalibrationEffort{});
     calibration = report.calibration;
     curveSizes = report.curveSizes;
     copyUs = report.copyUs;
@@ -344,6 +348,11 @@ Command addTopologyCommand(CLI::App& app) {
                      "Ranks (devices) of the local topology (default: one per core, at least 2)");
   detect->add_flag("--no-calibrate", args->noCalibrate,
                    "Skip the measurements and use the documented defaults");
+  detect
+      ->add_flag("--quick", args->quick,
+                 "Sweep and fit once instead of taking the fastest of several rounds: a few "
+                 "seconds instead of about half a minute, coarser numbers")
+      ->excludes("--no-calibrate");
   detect->add_option("-o,--output", args->output,
                      "Where to write the topology (default: $CHORUS_TOPOLOGY_LOCAL, else "
                      "$XDG_CACHE_HOME or ~/.cache /chorus/topology-local.json)");

@@ -142,8 +142,10 @@ std::string shellQuote(std::string_view text) {
 std::string remoteRankScript(const std::vector<std::string>& program,
                              const std::string& directory) {
   std::string command;
-  for (const std::string& word : program)
-    command += (command.empty() ? "" : " ") + shellQuote(word);
+  for (const std::string& word : program) {
+    if (!command.empty()) command += ' ';
+    command += shellQuote(word);
+  }
   // fd 3 keeps the agent's stdin for the watcher: an asynchronous command's own stdin is
   // /dev/null. The watcher reads until the launcher's end closes, then kills the rank; it is
   // stopped once the rank has exited by itself.
