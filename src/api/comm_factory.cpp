@@ -131,6 +131,7 @@ std::shared_ptr<runtime::PlanProvider> selectPlans(int nranks, const ResolvedCon
   selection.algoDir = config.algoDir;
   selection.tuningFile = config.tuningFile;
   selection.transport = std::string(tuningTransportName(config.transport));
+  selection.fifoSlots = config.fifo.slots;
   return selection::makePlanProvider(selection);
 }
 

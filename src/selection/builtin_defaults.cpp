@@ -48,7 +48,7 @@ std::pair<std::string, std::string> chooseAlgorithm(const runtime::PlanRequest& 
 
 }  // namespace
 
-runtime::Plan defaultPlan(const runtime::PlanRequest& request) {
+runtime::Plan defaultPlan(const runtime::PlanRequest& request, int fifoSlots) {
   if (request.collective == ir::CollectiveKind::custom) throwNoCustomDefault();
   if (request.nranks == 1) {
     auto plan = singleRankPlan(request.collective, request.inPlace);
@@ -61,7 +61,7 @@ runtime::Plan defaultPlan(const runtime::PlanRequest& request) {
   if (request.collective == ir::CollectiveKind::broadcast ||
       request.collective == ir::CollectiveKind::reduce)
     build.params["root"] = request.root;
-  return {compiledPlan(build), name, fmt::format("built-in default: {}", reason)};
+  return {compiledPlan(build, fifoSlots), name, fmt::format("built-in default: {}", reason)};
 }
 
 }  // namespace chorus::selection

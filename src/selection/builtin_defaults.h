@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "compiler/pipeline.h"
 #include "runtime/plan_provider.h"
 
 namespace chorus::selection {
@@ -26,8 +27,10 @@ inline constexpr int kAllPairsMaxRanks = 16;
 //     allreduce.allpairs below kAllReduceRingBytes (up to kAllPairsMaxRanks ranks),
 //     else allreduce.ring; allgather.ring; reducescatter.ring; alltoall.direct;
 //   broadcast.binomial and reduce.binomial rooted at request.root.
-// Compiled on first use and cached process-wide (plan_cache.h). Plan::source says why, e.g.
-// "built-in default: >= 256 KiB". Throws OptionError for a custom collective.
-runtime::Plan defaultPlan(const runtime::PlanRequest& request);
+// Compiled on first use for FIFOs of `fifoSlots` slots and cached process-wide (plan_cache.h).
+// Plan::source says why, e.g. "built-in default: >= 256 KiB". Throws OptionError for a custom
+// collective.
+runtime::Plan defaultPlan(const runtime::PlanRequest& request,
+                          int fifoSlots = compiler::kDefaultFifoSlots);
 
 }  // namespace chorus::selection

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -70,10 +71,35 @@ ir::Algorithm buildSingleRank(ir::CollectiveKind kind, bool inPlace) {
 
 }  // namespace
 
-std::shared_ptr<const ir::Algorithm> compiledPlan(const algorithms::BuildRequest& request) {
-  return cache().find(keyOf(request), [&] {
-    ir::Algorithm algorithm = algorithms::compileAlgorithm(request).algorithm;
-    return algorithm;
+std::shared_ptr<const ir::Algorithm> compiledPlan(const algorithms::BuildRequest& request,
+                                                  int fifoSlots) {
+  // A schedule for the default depth is deadlock-free at any greater depth (monotone), so
+  // deeper FIFOs share it; shallower ones get a schedule of their own.
+  const int slots = std::clamp(fifoSlots, 1, compiler::kDefaultFifoSlots);
+  return cache().find(fmt::format("{}|slots{}", keyOf(request), slots), [&] {
+    compiler::CompileOptions options;
+    options.fifoSlots = slots;
+    try {
+      return algorithms::compileAlgorithm(request, options).algorithm;
+    } catch (const CompileError& error) {
+      if (slots == compiler::kDefaultFifoSlots) throw;
+      // The scheduler is a heuristic, so the first deeper FIFO that compiles is what to ask for.
+      for (int deeper = slots + 1; deeper <= compiler::kDefaultFifoSlots; ++deeper) {
+        options.fifoSlots = deeper;
+        try {
+          algorithms::compileAlgorithm(request, options);
+        } catch (const CompileError&) {
+          continue;
+        }
+        throw CompileError(fmt::format(
+            "{} cannot be scheduled with {} FIFO slot(s) per connection, the depth this "
+            "communicator runs at; the smallest depth that works for it is {}: set "
+            "CHORUS_SLOTS={} or more (CommConfig.slots in code), or choose another algorithm. "
+            "The compiler said: {}",
+            request.algorithm, slots, deeper, deeper, error.what()));
+      }
+      throw;
+    }
   });
 }
 

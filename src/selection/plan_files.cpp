@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 
 #include "ir/formats.h"
 #include "selection/algo_overrides.h"
 #include "support/error.h"
 #include "support/size.h"
+#include "verify/fifo_depth.h"
 #include "verify/verify.h"
 
 namespace chorus::selection {
@@ -22,15 +24,37 @@ bool isPlanFileName(const std::filesystem::path& path) {
   return extension == ".xml" || extension == ".json" || extension == ".txt";
 }
 
-void requireValid(const std::string& path, const ir::Algorithm& algorithm) {
-  const verify::VerifyReport report = verify::verifyAlgorithm(algorithm);
+bool onlyDeadlocks(const verify::VerifyReport& report) {
+  return std::all_of(report.findings.begin(), report.findings.end(), [](const auto& finding) {
+    return finding.kind == verify::FindingKind::deadlock;
+  });
+}
+
+// Verified at the communicator's FIFO depth: a plan that deadlocks only at that depth is named
+// with the depth it needs.
+void requireValid(const std::string& path, const ir::Algorithm& algorithm, int fifoSlots) {
+  verify::VerifyOptions options;
+  options.fifoSlots = fifoSlots;
+  const verify::VerifyReport report = verify::verifyAlgorithm(algorithm, options);
   if (report.ok()) return;
-  std::string message = fmt::format(
-      "{} [{}] is not a valid {} plan ({} finding(s)); fix or remove the file, or "
-      "run 'chorus verify {}' for details:",
-      path, algorithm.name, ir::collectiveName(algorithm.collective), report.findings.size(), path);
+  std::optional<int> needed;
+  if (onlyDeadlocks(report)) needed = verify::minimumFifoSlots(algorithm);
+  std::string message =
+      needed && *needed > fifoSlots
+          ? fmt::format(
+                "{} [{}] can deadlock with {} FIFO slot(s) per connection, the depth this "
+                "communicator runs at; the smallest depth that works for it is {}: set "
+                "CHORUS_SLOTS={} or more (CommConfig.slots in code), or use a plan compiled for "
+                "{} slot(s) ('chorus compile ... --fifo-slots {}'):",
+                path, algorithm.name, fifoSlots, *needed, *needed, fifoSlots, fifoSlots)
+          : fmt::format(
+                "{} [{}] is not a valid {} plan ({} finding(s) at {} FIFO slots per connection); "
+                "fix or remove the file, or run 'chorus verify --fifo-slots {} {}' for details:",
+                path, algorithm.name, ir::collectiveName(algorithm.collective),
+                report.findings.size(), fifoSlots, fifoSlots, path);
   for (std::size_t i = 0; i < report.findings.size() && i < kListedFindings; ++i)
-    message += "\n  " + report.findings[i].message;
+    message += fmt::format("\n  {}: {}", verify::findingKindName(report.findings[i].kind),
+                           report.findings[i].message);
   throw OptionError(message);
 }
 
@@ -40,7 +64,7 @@ std::string FilePlan::displayName() const {
   return fmt::format("{} [{}]", std::filesystem::path(file).filename().string(), algorithm->name);
 }
 
-std::vector<FilePlan> readPlanFile(const std::string& path) {
+std::vector<FilePlan> readPlanFile(const std::string& path, int fifoSlots) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) {
     throw OptionError(fmt::format("plan file '{}' does not exist or is not a regular file", path));
@@ -56,13 +80,13 @@ std::vector<FilePlan> readPlanFile(const std::string& path) {
   if (algorithms.empty()) throw OptionError(fmt::format("{}: no algorithm found", path));
   std::vector<FilePlan> plans;
   for (ir::Algorithm& algorithm : algorithms) {
-    requireValid(path, algorithm);
+    requireValid(path, algorithm, fifoSlots);
     plans.push_back({path, std::make_shared<const ir::Algorithm>(std::move(algorithm))});
   }
   return plans;
 }
 
-std::vector<FilePlan> readPlanDirectory(const std::string& directory) {
+std::vector<FilePlan> readPlanDirectory(const std::string& directory, int fifoSlots) {
   std::error_code error;
   if (!std::filesystem::is_directory(directory, error)) {
     throw OptionError(
@@ -82,7 +106,7 @@ std::vector<FilePlan> readPlanDirectory(const std::string& directory) {
   std::vector<FilePlan> plans;
   for (const auto& file : files) {
     try {
-      for (FilePlan& plan : readPlanFile(file.string()))
+      for (FilePlan& plan : readPlanFile(file.string(), fifoSlots))
         plans.push_back(std::move(plan));
     } catch (const OptionError& bad) {
       throw OptionError(fmt::format("CHORUS_ALGO_DIR: {}", bad.what()));

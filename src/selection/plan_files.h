@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/pipeline.h"
 #include "ir/algorithm.h"
 #include "runtime/plan_provider.h"
 
@@ -18,14 +19,17 @@ struct FilePlan {
   std::string displayName() const;
 };
 
-// Every algorithm in `path`, each verified (postcondition, deadlock, races). Throws OptionError
-// naming the file when it does not exist, holds no algorithm, does not parse (with the parser's
-// message) or fails verification (with the findings).
-std::vector<FilePlan> readPlanFile(const std::string& path);
+// Every algorithm in `path`, each verified (postcondition, deadlock with `fifoSlots` slots per
+// connection, races). Throws OptionError naming the file when it does not exist, holds no
+// algorithm, does not parse (with the parser's message) or fails verification (with the
+// findings; a plan that deadlocks only at this depth is named with the depth it needs).
+std::vector<FilePlan> readPlanFile(const std::string& path,
+                                   int fifoSlots = compiler::kDefaultFifoSlots);
 
 // readPlanFile on every *.xml, *.json and *.txt regular file of `directory`, in name order.
 // Throws OptionError when the directory does not exist or a file is bad (as readPlanFile).
-std::vector<FilePlan> readPlanDirectory(const std::string& directory);
+std::vector<FilePlan> readPlanDirectory(const std::string& directory,
+                                        int fifoSlots = compiler::kDefaultFifoSlots);
 
 struct MatchOptions {
   bool checkInPlace = true;  // false: a plan of either in-place flag fits

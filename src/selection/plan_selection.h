@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "compiler/pipeline.h"
 #include "runtime/plan_provider.h"
 
 namespace chorus::selection {
@@ -26,6 +27,9 @@ struct SelectionConfig {
   std::string tuningFile;
   // The transport the communicator runs on ("thread", "shm"): picks the tuning table.
   std::string transport = "thread";
+  // Slots per connection FIFO of the communicator (CHORUS_SLOTS): every plan it may select is
+  // verified deadlock-free at this depth, and library plans are scheduled for it.
+  int fifoSlots = compiler::kDefaultFifoSlots;
 };
 
 // nranks plus CHORUS_ALGO, CHORUS_ALGO_DIR and CHORUS_TUNING_FILE from the process

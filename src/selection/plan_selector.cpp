@@ -38,7 +38,7 @@ std::string describeSelection(const runtime::PlanRequest& request, const Selecti
 }
 
 PlanSelector::PlanSelector(const SelectionConfig& config, int ranksPerNode)
-    : nranks_(config.nranks), ranksPerNode_(ranksPerNode) {
+    : nranks_(config.nranks), ranksPerNode_(ranksPerNode), fifoSlots_(config.fifoSlots) {
   if (nranks_ < 1 || nranks_ > kMaxRanks) {
     throw OptionError(
         fmt::format("plan selection: {} ranks is out of range; use 1..{}", nranks_, kMaxRanks));
@@ -51,7 +51,11 @@ PlanSelector::PlanSelector(const SelectionConfig& config, int ranksPerNode)
     for (const OverrideEntry& entry : entries)
       addOverride(kind, entry);
   }
-  if (!config.algoDir.empty()) directoryPlans_ = readPlanDirectory(config.algoDir);
+  if (fifoSlots_ < 1) {
+    throw OptionError(
+        fmt::format("plan selection: {} FIFO slots per connection; use at least 1", fifoSlots_));
+  }
+  if (!config.algoDir.empty()) directoryPlans_ = readPlanDirectory(config.algoDir, fifoSlots_);
   addTuningTables(config);
 }
 
@@ -72,7 +76,7 @@ void PlanSelector::addTuningTables(const SelectionConfig& config) {
     if (tuned.table == nullptr) continue;
     for (const TuningEntry& entry : tuned.table->entries) {
       try {
-        compiledPlan(entry.choice.probeRequest(nranks_, ranksPerNode_));
+        compiledPlan(entry.choice.probeRequest(nranks_, ranksPerNode_), fifoSlots_);
       } catch (const UserError& error) {
         throw OptionError(fmt::format(
             "tuning file {}: the {} entry {} ({}) cannot run on this communicator ({} ranks): {}; "
@@ -92,7 +96,7 @@ void PlanSelector::addOverride(ir::CollectiveKind kind, const OverrideEntry& ent
   if (!entry.file.empty()) {
     std::vector<FilePlan> plans;
     try {
-      plans = readPlanFile(entry.file);
+      plans = readPlanFile(entry.file, fifoSlots_);
     } catch (const OptionError& error) {
       throw OptionError(fmt::format("{}: {}", where, error.what()));
     }
@@ -122,7 +126,7 @@ void PlanSelector::addOverride(ir::CollectiveKind kind, const OverrideEntry& ent
       throw OptionError(fmt::format("{}: {}", where, error.what()));
     }
     try {
-      compiledPlan(entry.choice.probeRequest(nranks_, ranksPerNode_));
+      compiledPlan(entry.choice.probeRequest(nranks_, ranksPerNode_), fifoSlots_);
     } catch (const UserError& error) {
       throw OptionError(fmt::format("{}: {} cannot run on this communicator ({} rank{}): {}", where,
                                     info.name, nranks_, nranks_ == 1 ? "" : "s", error.what()));
@@ -167,7 +171,7 @@ bool PlanSelector::chooseOverride(const runtime::PlanRequest& request, bool expl
           return false;
         }
       }
-      out.plan = {compiledPlan(build), slot.entry.choice.describe(), source};
+      out.plan = {compiledPlan(build, fifoSlots_), slot.entry.choice.describe(), source};
       return true;
     }
     for (const bool exact : {true, false}) {
@@ -250,7 +254,7 @@ bool PlanSelector::chooseTuned(const runtime::PlanRequest& request, bool explain
       return false;
     }
   }
-  out.plan = {compiledPlan(build), entry.choice.describe(), source};
+  out.plan = {compiledPlan(build, fifoSlots_), entry.choice.describe(), source};
   return true;
 }
 
@@ -260,7 +264,7 @@ Selection PlanSelector::chooseWith(const runtime::PlanRequest& request, bool exp
   if (chooseOverride(request, explain, selection)) return selection;
   if (chooseFromDirectory(request, explain, selection)) return selection;
   if (chooseTuned(request, explain, selection)) return selection;
-  selection.plan = defaultPlan(request);
+  selection.plan = defaultPlan(request, fifoSlots_);
   return selection;
 }
 

@@ -65,6 +65,7 @@ class PlanSelector : public runtime::PlanProvider {
 
   int nranks_ = 0;
   int ranksPerNode_ = 0;
+  int fifoSlots_ = 0;  // SelectionConfig::fifoSlots
   std::map<ir::CollectiveKind, std::vector<Override>> overrides_;
   std::vector<FilePlan> directoryPlans_;
   std::shared_ptr<const TuningFile> userTuning_;  // CHORUS_TUNING_FILE, when set

@@ -243,6 +243,24 @@ TEST(PlanSelectorTest, DirectoryPlansThatFailVerificationAreRejected) {
   EXPECT_THAT(message, HasSubstr("is not a valid allreduce plan"));
 }
 
+// msccl-tools' out-of-place ReduceScatter ring computes the right output inside the caller's
+// send buffer: refused from CHORUS_ALGO_DIR and from CHORUS_ALGO, naming the step and chunk.
+TEST(PlanSelectorTest, PlansThatWriteTheirInputAreRejected) {
+  TempDir dir;
+  const std::string writesInput =
+      dir.copy(std::string(CHORUS_SHARED_DIR) +
+               "/interop/msccl-xml/invalid/reducescatter_ring_outofplace_4r.xml");
+  for (const SelectionConfig& c :
+       {config(4, "", dir.path()), config(4, "reducescatter=" + writesInput)}) {
+    const std::string message = constructError(c);
+    EXPECT_THAT(message, HasSubstr(writesInput + " [reducescatter_ring_outofplace] is not a valid "
+                                                 "reducescatter plan"));
+    EXPECT_THAT(message, HasSubstr("writes-input: rank 0 tb 0 step 0 (recvReduceCopy from rank 3 "
+                                   "with input[0] into input[0]) writes input[0] of rank 0"));
+    EXPECT_THAT(message, HasSubstr("must leave its input unchanged"));
+  }
+}
+
 // ---- precedence and ranges ----------------------------------------------------------------------
 
 TEST(PlanSelectorTest, DefaultsFollowTheProvisionalThreshold) {
