@@ -117,8 +117,11 @@ class GlooRunner final : public chorus::perf::RankRunner {
     const std::size_t outputCount = c.data.collective == Collective::reducescatter
                                         ? c.data.shape.count
                                         : c.data.shape.recvCount;
-    return chorus::perf::countWrong<Codec>(recv_.as<const float>(outputCount), c.data, rank(),
-                                           seed);
+    const std::int64_t wrong =
+        chorus::perf::countWrong<Codec>(recv_.as<const float>(outputCount), c.data, rank(), seed);
+    if (c.inplace) return wrong;
+    return wrong + chorus::perf::countChangedInput<Codec>(
+                       send_.as<const float>(c.data.shape.sendCount), c.data, rank(), seed);
   }
 
   void allReduceMax(std::span<double> values) override {

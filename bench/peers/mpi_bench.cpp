@@ -123,8 +123,12 @@ class MpiRunner final : public chorus::perf::RankRunner {
   }
 
   std::int64_t countWrong(const BenchCase& c, int seed) override {
-    return chorus::perf::countWrong<Codec>(recv_.as<const float>(c.data.shape.recvCount), c.data,
-                                           rank_, seed);
+    const std::int64_t wrong = chorus::perf::countWrong<Codec>(
+        recv_.as<const float>(c.data.shape.recvCount), c.data, rank_, seed);
+    // MPI_Bcast has no send buffer: prepare() fills none.
+    if (c.inplace || c.data.collective == Collective::broadcast) return wrong;
+    return wrong + chorus::perf::countChangedInput<Codec>(
+                       send_.as<const float>(c.data.shape.sendCount), c.data, rank_, seed);
   }
 
   void allReduceMax(std::span<double> values) override { allReduceDoubles(values, MPI_MAX); }

@@ -1,6 +1,7 @@
 // The size sweep every benchmark program runs (perf layer): for each size, out-of-place then
 // in-place, warm up and time (timing.h), then re-initialise the inputs, run once and count the
-// wrong elements on every rank. A library plugs in through RankRunner.
+// wrong elements on every rank (wrong outputs, and changed inputs out of place). A library
+// plugs in through RankRunner.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +37,8 @@ class RankRunner {
   virtual void prepare(const BenchCase& benchCase, int seed) = 0;
   // Runs the collective `iterations` times back to back.
   virtual void run(const BenchCase& benchCase, std::int64_t iterations) = 0;
-  // Wrong elements of this rank's output, after prepare(benchCase, seed) and one run().
+  // Wrong elements of this rank's output, plus, out of place, the elements of its input that
+  // changed (countChangedInput in pattern.h), after prepare(benchCase, seed) and one run().
   virtual std::int64_t countWrong(const BenchCase& benchCase, int seed) = 0;
   // Elementwise maximum / sum of `values` over all ranks, in place (untimed helpers).
   virtual void allReduceMax(std::span<double> values) = 0;

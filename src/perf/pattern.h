@@ -1,6 +1,7 @@
 // Test data for the benchmarks' exact checks (perf layer): integer-valued inputs small enough
-// that every reduction order gives the same result in every data type, and the expected output
-// of each collective. Outputs start as the sentinel 0, a value no correct result takes.
+// that every reduction order gives the same result in every data type, the expected output of
+// each collective, and the check that an out-of-place call left its input unchanged. Outputs
+// start as the sentinel 0, a value no correct result takes.
 #pragma once
 
 #include <cstddef>
@@ -68,6 +69,20 @@ std::int64_t countWrong(std::span<const typename Codec::Storage> output, const D
     if (Codec::load(output[i]) != want) ++wrong;
   }
   return wrong;
+}
+
+// Elements of `input` (rank's input, shape.sendCount elements, or fewer for a partial check)
+// that no longer hold the value fillInput wrote for `seed`: an out-of-place collective must
+// leave its input unchanged (NCCL's `const void* sendbuff`), so each counts as wrong.
+template <class Codec>
+std::int64_t countChangedInput(std::span<const typename Codec::Storage> input, const DataCase& data,
+                               int rank, int seed) {
+  std::int64_t changed = 0;
+  for (std::size_t i = 0; i < input.size(); ++i) {
+    const double want = Codec::load(Codec::store(inputValue(data.op, data.nranks, rank, i, seed)));
+    if (Codec::load(input[i]) != want) ++changed;
+  }
+  return changed;
 }
 
 }  // namespace chorus::perf

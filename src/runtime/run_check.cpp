@@ -153,7 +153,7 @@ RankBuffers::RankBuffers(const ir::Algorithm& algorithm, int rank, const RunOpti
   const std::size_t esz = dataTypeSize(options.type);
   const std::size_t count = options.count;
   const auto collective = ir::collectiveOf(algorithm);
-  const std::size_t q = chunksPerBlock(algorithm);
+  const std::size_t q = ir::chunksPerBlock(algorithm);
   in_.assign(inputElements(algorithm, rank, count) * esz, 0);
   out_.assign(outputElements(algorithm, rank, count) * esz, 0);
   input_ = in_.data();
@@ -178,7 +178,7 @@ void checkRankOutput(const ir::Algorithm& algorithm, int rank, const RunOptions&
   const auto collective = ir::collectiveOf(algorithm);
   const std::size_t esz = dataTypeSize(options.type);
   const std::size_t count = options.count;
-  const std::size_t q = chunksPerBlock(algorithm);
+  const std::size_t q = ir::chunksPerBlock(algorithm);
   // Each output chunk is the reduction of the input chunks its postcondition names; the
   // inputs are regenerated here.
   const std::size_t chunkElems = (count + q - 1) / q;
@@ -221,6 +221,27 @@ void checkRankOutput(const ir::Algorithm& algorithm, int rank, const RunOptions&
                         formatValue(options.type, got + o * esz),
                         formatValue(options.type, expected.data() + o * esz));
     }
+  }
+}
+
+void checkRankInput(const ir::Algorithm& algorithm, int rank, const RunOptions& options,
+                    const void* input, RunReport* report) {
+  if (ir::collectiveOf(algorithm)->inPlace()) return;
+  const std::size_t esz = dataTypeSize(options.type);
+  const std::size_t elements = inputElements(algorithm, rank, options.count);
+  const auto* in = static_cast<const std::uint8_t*>(input);
+  std::vector<std::uint8_t> before(esz);
+  for (std::size_t i = 0; i < elements; ++i) {
+    storeValue(options.type, before.data(), inputValue(options.op, options.type, rank, i));
+    ++report->checkedElements;
+    if (std::memcmp(in + i * esz, before.data(), esz) == 0) continue;
+    ++report->wrongElements;
+    if (report->firstWrong.empty())
+      report->firstWrong = fmt::format(
+          "rank {} input[{}]: changed from {} to {} (an out-of-place collective must leave its "
+          "input unchanged)",
+          rank, i, formatValue(options.type, before.data()),
+          formatValue(options.type, in + i * esz));
   }
 }
 

@@ -1,7 +1,8 @@
 // Exact-result runs shared by the thread and process runners: the options and report of a run,
 // each rank's buffers filled with small integers that every datatype holds exactly (so any
 // reduction order gives identical bits), the check of a rank's outputs against the
-// collective's definition, and the identity (tag + description) of a run's calls.
+// collective's definition and of its (out-of-place) inputs against their values before the
+// call, and the identity (tag + description) of a run's calls.
 #pragma once
 
 #include <chrono>
@@ -26,10 +27,11 @@ struct RunOptions {
 };
 
 struct RunReport {
-  std::size_t checkedElements = 0;
-  std::size_t wrongElements = 0;
-  std::string firstWrong;  // "rank 2 output[17]: got 5, expected 6" when wrong
-  double seconds = 0;      // wall time of the last iteration (all ranks)
+  std::size_t checkedElements = 0;  // output elements, plus input elements when out-of-place
+  std::size_t wrongElements = 0;    // wrong outputs plus changed inputs
+  // "rank 2 output[17]: got 5, expected 6" or "rank 1 input[0]: changed from 3 to 5 (...)"
+  std::string firstWrong;
+  double seconds = 0;  // wall time of the last iteration (all ranks)
   bool ok() const { return wrongElements == 0; }
 };
 
@@ -39,7 +41,7 @@ class RankBuffers {
  public:
   // `algorithm` must outlive the buffers.
   RankBuffers(const ir::Algorithm& algorithm, int rank, const RunOptions& options);
-  // Zeroes the buffers and writes the rank's exact input values.
+  // Zeroes the buffers and writes the rank's exact input values (checkRankInput's reference).
   void reset();
   const void* input() const { return input_; }
   void* output() const { return output_; }
@@ -58,6 +60,13 @@ class RankBuffers {
 // report->firstWrong at the first wrong element if none was recorded yet.
 void checkRankOutput(const ir::Algorithm& algorithm, int rank, const RunOptions& options,
                      const void* output, RunReport* report);
+
+// For an out-of-place collective, checks every element of `rank`'s input (RankBuffers::input())
+// still holds the value RankBuffers::reset() wrote: the caller's send buffer is const. Changed
+// elements count as wrong, with report->firstWrong naming the first if none was recorded yet.
+// Does nothing for in-place collectives, whose input is the output.
+void checkRankInput(const ir::Algorithm& algorithm, int rank, const RunOptions& options,
+                    const void* input, RunReport* report);
 
 // What ranks exchange so a peer running a different call is detected (ExecOptions::callTag,
 // a hash of the description) and named (ConnectionSet::publishCall).

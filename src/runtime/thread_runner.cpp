@@ -58,8 +58,10 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
     for (auto& e : errors)
       if (e) std::rethrow_exception(e);
   }
-  for (int r = 0; r < n; ++r)
+  for (int r = 0; r < n; ++r) {
     checkRankOutput(algorithm, r, options, buffers[r]->output(), &report);
+    checkRankInput(algorithm, r, options, buffers[r]->input(), &report);
+  }
   return report;
 }
 

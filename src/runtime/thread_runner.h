@@ -1,6 +1,7 @@
 // Runs an ir::Algorithm on N ranks that are threads of this process (thread transport) with
 // exact, integer-valued inputs, and checks every output element against the collective's
-// definition (run_check.h). Used by `chorus run --transport thread` and the runtime tests.
+// definition and, out of place, that no input element changed (run_check.h). Used by
+// `chorus run --transport thread` and the runtime tests.
 #pragma once
 
 #include "ir/algorithm.h"

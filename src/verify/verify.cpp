@@ -11,6 +11,7 @@
 #include "verify/check_postcondition.h"
 #include "verify/check_races.h"
 #include "verify/check_structure.h"
+#include "verify/check_writes_input.h"
 #include "verify/findings.h"
 #include "verify/program_model.h"
 #include "verify/simulate.h"
@@ -36,6 +37,7 @@ void runChecks(const ir::Algorithm& algorithm, const VerifyOptions& options, Ver
   }
   report.postconditionSkipped = "the program is malformed";
   if (!checkStructure(algorithm, *collective, sink)) return;
+  if (options.checkWritesInput) checkWritesInput(algorithm, *collective, sink);
   std::unique_ptr<ProgramModel> model = buildProgramModel(algorithm, collective, sink);
   if (!model) return;
 
@@ -44,9 +46,9 @@ void runChecks(const ir::Algorithm& algorithm, const VerifyOptions& options, Ver
     report.postconditionSkipped = "disabled";
   else if (!collective->hasPostcondition())
     report.postconditionSkipped = fmt::format(
-        "custom collective '{}' is unknown to chorus (register it with "
-        "ir::registerCustomCollective to check its result)",
-        collective->name());
+        "custom collective '{}' is unknown to chorus; name the collective it implements with "
+        "--collective NAME (known: {}), or register it with ir::registerCustomCollective",
+        collective->name(), ir::describeCustomCollectiveNames());
   if (options.checkDeadlock || wantPostcondition) {
     SimOptions sim;
     sim.fifoSlots = options.checkDeadlock ? report.fifoSlots : INT_MAX;
@@ -142,6 +144,8 @@ std::string_view findingKindName(FindingKind kind) {
       return "deadlock";
     case FindingKind::race:
       return "race";
+    case FindingKind::writesInput:
+      return "writes-input";
   }
   return "?";
 }

@@ -1,7 +1,8 @@
 // The verifier: checks any ir::Algorithm (compiled or read from a file) for (1) the
 // collective's postcondition by symbolic execution, (2) cross-rank deadlocks under blocking
 // send/recv with bounded FIFOs and cross-threadblock waits, (3) data races between
-// threadblocks of one rank, plus structural errors (bad peers, ranges, unmatched sends).
+// threadblocks of one rank, (4) out-of-place plans writing the caller's input buffer, plus
+// structural errors (bad peers, ranges, unmatched sends).
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,7 @@ enum class FindingKind {
   postcondition,  // an output chunk is wrong, missing or double-counted
   deadlock,       // threadblocks wait on each other in a cycle
   race,           // two unordered accesses to one chunk, at least one a write
+  writesInput,    // an out-of-place plan writes its input (the caller's const send buffer)
 };
 
 struct Finding {
@@ -37,6 +39,7 @@ struct VerifyOptions {
   bool checkPostcondition = true;
   bool checkDeadlock = true;
   bool checkRaces = true;
+  bool checkWritesInput = true;  // out-of-place plans must leave the input buffer unchanged
   // Collective to check against; default: ir::collectiveOf(algorithm).
   std::shared_ptr<const ir::Collective> collective;
   std::size_t maxFindings = 20;  // stop collecting after this many

@@ -183,14 +183,14 @@ TEST(MscclVectorFacts, AllPairsAllReduceFoldsItsNops) {
 TEST(MscclVectorFacts, ReduceScatterUsesTheExecutorSpelling) {
   for (const char* file :
        {"valid/reducescatter_allpairs_4r_simple.xml", "valid/reducescatter_allpairs_8r_LL.xml",
-        "valid/reducescatter_ring_outofplace_4r.xml"}) {
+        "invalid/reducescatter_ring_outofplace_4r.xml"}) {
     EXPECT_THAT(slurp(kXmlDir / file), ::testing::HasSubstr("coll=\"reducescatter\""));
     const Algorithm a = readVector(file).at(0);
     EXPECT_EQ(a.collective, CollectiveKind::reducescatter) << file;
     EXPECT_THAT(writeMscclXml(a, {.legacyNames = true}),
                 ::testing::HasSubstr("coll=\"reduce_scatter\""));
   }
-  EXPECT_FALSE(readVector("valid/reducescatter_ring_outofplace_4r.xml").at(0).inPlace);
+  EXPECT_FALSE(readVector("invalid/reducescatter_ring_outofplace_4r.xml").at(0).inPlace);
 }
 
 TEST(MscclVectorFacts, Ms2023FilesLackTheNewerAttributes) {

@@ -231,11 +231,20 @@ TEST(FuseInstructions, ReceiveCopyFoldingKeepsInputUntouched) {
   EXPECT_THAT(stepLines(folded.algorithm, 0),
               ElementsAre("    0: send input[1] -> output[0] count=1",
                           "    1: recvReduceCopy input[0] -> output[0] count=1"));
-  const auto plain = compileWith(p, {"fuse-instructions"});
+  // Without the folding the sum lands in the caller's input first: the verifier refuses that
+  // (writes-input), so this IR is printed unverified.
+  const auto plain = compileWith(p, {"fuse-instructions", "verify"});
   EXPECT_THAT(stepLines(plain.algorithm, 0),
               ElementsAre("    0: send input[1] -> input[1] count=1",
                           "    1: recvReduceCopy input[0] -> input[0] count=1",
                           "    2: copy input[0] -> output[0] count=1"));
+  try {
+    compileWith(p, {"fuse-instructions"});
+    ADD_FAILURE() << "the unfused program writes its input but verified";
+  } catch (const CompileError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("writes-input: rank 0 tb 0 step 1 (recvReduceCopy from "
+                                        "rank 1 with input[0] into input[0])"));
+  }
 }
 
 }  // namespace

@@ -220,11 +220,30 @@ TEST(PerfPattern, IntegerAverageTruncates) {
   }
 }
 
+TEST(PerfPattern, ChangedInputElementsAreCounted) {
+  for (Collective collective : allCollectives()) {
+    SCOPED_TRACE(collectiveName(collective));
+    DataCase d;
+    d.collective = collective;
+    d.shape = shapeFor(collective, 4 * 37 * 4, 4, 3);
+    d.nranks = 3;
+    std::vector<float> input(d.shape.sendCount);
+    fillInput<Codec>(std::span<float>(input), d.op, 3, 1, 7);
+    EXPECT_EQ(countChangedInput<Codec>(std::span<const float>(input), d, 1, 7), 0);
+    input[5] += 1;
+    EXPECT_EQ(countChangedInput<Codec>(std::span<const float>(input), d, 1, 7), 1);
+    // The values of another rank differ almost everywhere.
+    EXPECT_GT(countChangedInput<Codec>(std::span<const float>(input), d, 2, 7),
+              static_cast<std::int64_t>(input.size() / 2));
+  }
+}
+
 // One rank (so every collective copies input to output), optionally broken.
 class SingleRankRunner final : public RankRunner {
  public:
-  bool skipOutput = false;   // leaves the sentinel: every element wrong
-  bool failInPlace = false;  // the in-place call throws
+  bool skipOutput = false;    // leaves the sentinel: every element wrong
+  bool failInPlace = false;   // the in-place call throws
+  bool clobberInput = false;  // out of place, the right output but the input left at 0
   int rank() const override { return 0; }
   int nranks() const override { return 1; }
   void prepare(const BenchCase& c, int seed) override {
@@ -236,9 +255,14 @@ class SingleRankRunner final : public RankRunner {
   void run(const BenchCase& c, std::int64_t) override {
     if (c.inplace && failInPlace) throw OptionError("in place is not supported here");
     if (!c.inplace && !skipOutput) recv_ = send_;
+    if (!c.inplace && clobberInput) std::fill(send_.begin(), send_.end(), 0.0f);
   }
+  // As the real runners do: wrong outputs, plus changed inputs out of place.
   std::int64_t countWrong(const BenchCase& c, int seed) override {
-    return perf::countWrong<Codec>(std::span<const float>(recv_), c.data, 0, seed);
+    const std::int64_t wrong =
+        perf::countWrong<Codec>(std::span<const float>(recv_), c.data, 0, seed);
+    if (c.inplace) return wrong;
+    return wrong + countChangedInput<Codec>(std::span<const float>(send_), c.data, 0, seed);
   }
   void allReduceMax(std::span<double>) override {}
   void allReduceSum(std::span<double>) override {}
@@ -292,6 +316,16 @@ TEST(PerfDriver, CountsWrongElementsAndMarksFailedVariants) {
   EXPECT_NE(records[1].note.find("not supported here"), std::string::npos);
   EXPECT_EQ(totalWrong(records), 2 + 16 + 128);
   EXPECT_NE(tableFooter(records).find("FAILED"), std::string::npos);
+}
+
+TEST(PerfDriver, ChangedInputsCountAsWrongOutOfPlace) {
+  SingleRankRunner runner;
+  runner.clobberInput = true;
+  const auto records = runSweep(runner, quickSweep(Collective::allreduce), nullptr);
+  ASSERT_EQ(records.size(), 6u);
+  EXPECT_EQ(records[0].wrong, 2);  // 8 B: both input floats overwritten, the output right
+  EXPECT_EQ(records[1].wrong, 0);  // in place: the input is the output
+  EXPECT_EQ(totalWrong(records), 2 + 16 + 128);
 }
 
 TEST(PerfDriver, NoCheckLeavesWrongUnknown) {
@@ -377,10 +411,10 @@ TEST(PerfTable, RowsHaveBothVariantsAndTheAlgorithm) {
 TEST(PerfCompare, PrintsRatiosAgainstChorus) {
   std::vector<RecordSet> sets(2);
   sets[0].label = "openmpi";
-  sets[0].records = {sampleRecord("openmpi", 1024, false, 1.0),
-                     sampleRecord("openmpi", 1024, true, 2.0)};
+  sets[0].rounds = {
+      {sampleRecord("openmpi", 1024, false, 1.0), sampleRecord("openmpi", 1024, true, 2.0)}};
   sets[1].label = "chorus";
-  sets[1].records = {sampleRecord("chorus", 1024, false, 2.0)};
+  sets[1].rounds = {{sampleRecord("chorus", 1024, false, 2.0)}};
   const std::string table = comparisonTables(sets);
   EXPECT_NE(table.find("chorus/openmpi oop"), std::string::npos) << table;
   EXPECT_NE(table.find("2.00x"), std::string::npos) << table;

@@ -61,8 +61,10 @@ TEST(VerifyRaces, DependencyRemovesTheRace) {
   EXPECT_FALSE(report.postconditionChecked);
   EXPECT_EQ(report.describe(),
             "ok: deadlock freedom (fifo=8, 2 iterations) and races checked on 2 ranks; "
-            "postcondition not checked: custom collective 'handoff' is unknown to chorus "
-            "(register it with ir::registerCustomCollective to check its result)");
+            "postcondition not checked: custom collective 'handoff' is unknown to chorus; name "
+            "the collective it implements with --collective NAME (known: " +
+                ir::describeCustomCollectiveNames() +
+                "), or register it with ir::registerCustomCollective");
 }
 
 TEST(VerifyRaces, MessagesThroughAnotherRankOrderAccesses) {
@@ -72,10 +74,11 @@ TEST(VerifyRaces, MessagesThroughAnotherRankOrderAccesses) {
   ir::Algorithm a = makeScratchHandOff();
   a.chunksPerLoop = 2;
   a.ranks[0].inputChunks = 2;
+  a.ranks[0].scratchChunks = 1;  // the token passes through scratch (the input is read-only)
   a.ranks[1].scratchChunks = 2;
   ir::Threadblock forward = makeTb(1, 1, 1, /*channel=*/1);
   forward.steps.push_back(
-      makeStep(OpKind::recvCopySend, BufferKind::scratch, 0, BufferKind::input, 1));
+      makeStep(OpKind::recvCopySend, BufferKind::scratch, 0, BufferKind::scratch, 0));
   a.ranks[0].threadblocks.push_back(forward);
   auto& rank1 = a.ranks[1].threadblocks;
   rank1[0].steps[0].hasDependents = true;

@@ -33,6 +33,8 @@ struct ElementOps {
   void (*fillSentinel)(std::byte* data, std::size_t count);
   std::int64_t (*countWrong)(const std::byte* data, std::size_t count, const perf::DataCase& dc,
                              int rank, int seed);
+  std::int64_t (*countChangedInput)(const std::byte* data, std::size_t count,
+                                    const perf::DataCase& dc, int rank, int seed);
 };
 
 template <class Codec>
@@ -50,6 +52,10 @@ ElementOps opsFor() {
       [](const std::byte* data, std::size_t count, const perf::DataCase& dc, int rank, int seed) {
         return perf::countWrong<Codec>(std::span<const T>(reinterpret_cast<const T*>(data), count),
                                        dc, rank, seed);
+      },
+      [](const std::byte* data, std::size_t count, const perf::DataCase& dc, int rank, int seed) {
+        return perf::countChangedInput<Codec>(
+            std::span<const T>(reinterpret_cast<const T*>(data), count), dc, rank, seed);
       }};
 }
 
@@ -141,7 +147,10 @@ std::int64_t ChorusRunner::countWrong(const BenchCase& c, int seed) {
   const perf::CollectiveShape& shape = c.data.shape;
   const bool shifted = c.inplace && c.data.collective == Collective::reducescatter;
   const std::byte* output = shifted ? at(recv_, rank() * shape.count) : at(recv_, 0);
-  return elementOps(type_).countWrong(output, shape.recvCount, c.data, rank(), seed);
+  const ElementOps ops = elementOps(type_);
+  const std::int64_t wrong = ops.countWrong(output, shape.recvCount, c.data, rank(), seed);
+  if (c.inplace) return wrong;
+  return wrong + ops.countChangedInput(at(send_, 0), shape.sendCount, c.data, rank(), seed);
 }
 
 void ChorusRunner::allReduceMax(std::span<double> values) {

@@ -77,6 +77,7 @@ HostTiming timeOnHost(const ir::Algorithm& algorithm, std::uint64_t bytes, doubl
         buffers.reset();
         runOps(1);
         runtime::checkRankOutput(algorithm, rank, options, buffers.output(), &report);
+        runtime::checkRankInput(algorithm, rank, options, buffers.input(), &report);
         report.seconds = timed.medianUs * 1e-6;  // the same on every rank
         return report;
       });
