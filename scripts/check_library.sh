@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Compiles (with the verifier) every algorithm of `chorus algorithms` at every rank count
-# 2..16 -- node-shaped algorithms at every N x G up to 4 x 4 -- and prints the pass count.
+# 2..16 -- node-shaped algorithms at every N x G up to 4 x 4 -- and the parameter values that
+# select another collective (alltonext direction=backward), and prints the pass count.
 # Usage: scripts/check_library.sh [path/to/chorus]   (default: build/chorus)
 # Exit status 0 when every case passes, 1 otherwise (the failures are listed).
 set -uo pipefail
@@ -12,6 +13,10 @@ fi
 pass=0
 fail=0
 failures=()
+# Extra lines for the loop below: NAME SHAPE MIN_RANKS, then --set options.
+variants() {
+  echo "alltonext nodes 2 --set direction=backward"
+}
 check() {  # name, then the shape options
   local name="$1"
   shift
@@ -24,23 +29,24 @@ check() {  # name, then the shape options
   fi
 }
 algorithms=0
-while read -r name shape min_ranks; do
+while read -r name shape min_ranks settings; do
   algorithms=$((algorithms + 1))
+  read -r -a set_options <<<"$settings"
   if [[ "$shape" == "ranks" ]]; then
     for ((ranks = min_ranks > 2 ? min_ranks : 2; ranks <= 16; ranks++)); do
-      check "$name" --ranks "$ranks"
+      check "$name" --ranks "$ranks" "${set_options[@]}"
     done
   else
     for ((nodes = 1; nodes <= 4; nodes++)); do
       for ((gpus = 1; gpus <= 4; gpus++)); do
         ((nodes * gpus >= 2 && nodes * gpus >= min_ranks)) || continue
-        check "$name" --nodes "$nodes" --gpus-per-node "$gpus"
+        check "$name" --nodes "$nodes" --gpus-per-node "$gpus" "${set_options[@]}"
       done
     done
   fi
-done < <("$chorus" algorithms --names)
+done < <("$chorus" algorithms --names && variants)
 for failure in "${failures[@]}"; do
   echo "FAIL $failure"
 done
-echo "check_library: $pass of $((pass + fail)) compiles verified ($algorithms algorithms, ranks 2..16, N x G up to 4 x 4)"
+echo "check_library: $pass of $((pass + fail)) compiles verified ($algorithms algorithms and variants, ranks 2..16, N x G up to 4 x 4)"
 ((fail == 0))

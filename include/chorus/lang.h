@@ -154,5 +154,8 @@ std::shared_ptr<const ir::Collective> broadcast(int nranks, int chunkFactor, int
 std::shared_ptr<const ir::Collective> reduce(int nranks, int chunkFactor, int root, bool inPlace);
 // AllToNext (seed 000 §7.4): rank i's input ends in rank i+1's output; the last rank sends nothing.
 std::shared_ptr<const ir::Collective> allToNext(int nranks, int chunkFactor);
+// AllToNext backward ("alltonext-backward"): rank i's input ends in rank i-1's output; rank 0
+// sends nothing.
+std::shared_ptr<const ir::Collective> allToNextBackward(int nranks, int chunkFactor);
 
 }  // namespace chorus::lang

@@ -75,12 +75,18 @@ std::vector<std::string> algorithmNames() {
   return names;
 }
 
+// "1..8", or "forward|backward" for a parameter with value names.
+std::string describeValues(const ParamInfo& param) {
+  if (param.valueNames.empty()) return fmt::format("{}..{}", param.minValue, param.maxValue);
+  return fmt::format("{}", fmt::join(param.valueNames, "|"));
+}
+
 std::string describeParams(const AlgorithmInfo& info) {
   if (info.params.empty()) return fmt::format("{} takes no parameters", info.name);
   std::string text = fmt::format("{} takes:", info.name);
   for (const ParamInfo& param : info.params) {
-    text += fmt::format(" {} ({}..{}, default {})", param.name, param.minValue, param.maxValue,
-                        param.defaultValue);
+    text += fmt::format(" {} ({}, default {})", param.name, describeValues(param),
+                        param.spell(param.defaultValue));
   }
   return text;
 }
@@ -146,8 +152,8 @@ void resolveParams(const AlgorithmInfo& info, const BuildRequest& request, Build
                                     describeParams(info)));
     }
     if (value < it->minValue || value > it->maxValue) {
-      throw OptionError(fmt::format("parameter {}={} is out of range for {}; use {}..{} ({})", key,
-                                    value, info.name, it->minValue, it->maxValue, it->description));
+      throw OptionError(fmt::format("parameter {}={} is out of range for {}; use {} ({})", key,
+                                    value, info.name, describeValues(*it), it->description));
     }
     args.params[key] = value;
   }
@@ -157,6 +163,12 @@ void resolveParams(const AlgorithmInfo& info, const BuildRequest& request, Build
 
 std::string_view shapeName(Shape shape) {
   return shape == Shape::ranks ? "ranks" : "nodes x gpus";
+}
+
+std::string ParamInfo::spell(int value) const {
+  const long index = static_cast<long>(value) - minValue;
+  if (index >= 0 && index < static_cast<long>(valueNames.size())) return valueNames[index];
+  return std::to_string(value);
 }
 
 int BuildArgs::param(std::string_view name) const {
@@ -194,6 +206,28 @@ std::pair<std::string, int> parseParamAssignment(std::string_view text) {
   if (error != std::errc{} || end != valueText.data() + valueText.size() || valueText.empty()) {
     throw OptionError(fmt::format("--set {}: '{}' is not an integer; parameters take whole numbers",
                                   key, valueText));
+  }
+  return {std::string(key), value};
+}
+
+std::pair<std::string, int> parseParamAssignment(std::string_view text, const AlgorithmInfo& info) {
+  const std::size_t equals = text.find('=');
+  const std::string_view key = equals == std::string_view::npos ? text : text.substr(0, equals);
+  const auto param = std::find_if(info.params.begin(), info.params.end(),
+                                  [&](const ParamInfo& p) { return p.name == key; });
+  if (equals == std::string_view::npos || param == info.params.end() || param->valueNames.empty())
+    return parseParamAssignment(text);
+  const std::string_view valueText = text.substr(equals + 1);
+  for (std::size_t i = 0; i < param->valueNames.size(); ++i)
+    if (param->valueNames[i] == valueText)
+      return {std::string(key), param->minValue + static_cast<int>(i)};
+  int value = 0;
+  const auto [end, error] =
+      std::from_chars(valueText.data(), valueText.data() + valueText.size(), value);
+  if (error != std::errc{} || end != valueText.data() + valueText.size() || valueText.empty()) {
+    throw OptionError(fmt::format("--set {}={}: not a value of {}'s {}; use {} ({})", key,
+                                  valueText, info.name, key, describeValues(*param),
+                                  param->description));
   }
   return {std::string(key), value};
 }

@@ -31,6 +31,11 @@ struct ParamInfo {
   int minValue = 0;
   int maxValue = 0;
   std::string description;
+  // Optional names of the values minValue..maxValue in order (direction: forward, backward):
+  // `--set` then takes a name or its number, and listings print the name.
+  std::vector<std::string> valueNames = {};
+  // The value's name when it has one, else its number.
+  std::string spell(int value) const;
 };
 
 // Everything a caller may choose. Unset shape fields are 0.
@@ -59,8 +64,10 @@ struct BuildArgs {
 using Builder = std::unique_ptr<lang::Program> (*)(const std::string& name, const BuildArgs& args);
 
 struct AlgorithmInfo {
-  std::string name;         // "allreduce.ring"
-  std::string collective;   // "allreduce", ..., or a custom collective's name ("alltonext")
+  std::string name;  // "allreduce.ring"
+  // "allreduce", ..., or a custom collective's name ("alltonext"); for alltonext the default
+  // one: direction=backward builds the "alltonext-backward" collective.
+  std::string collective;
   std::string description;  // one line
   std::string citation;     // seed file and section
   Shape shape = Shape::ranks;
@@ -84,6 +91,9 @@ const AlgorithmInfo& findAlgorithm(std::string_view name);
 
 // Parses one `--set` argument "key=value" (value a decimal integer). Throws OptionError.
 std::pair<std::string, int> parseParamAssignment(std::string_view text);
+// The same for an argument of algorithm `info`: the value may also be one of the parameter's
+// valueNames ("direction=backward"). Unknown keys pass through (resolveRequest names them).
+std::pair<std::string, int> parseParamAssignment(std::string_view text, const AlgorithmInfo& info);
 
 // Checks the request against the algorithm (shape, parameter names and ranges, instances) and
 // fills in defaults. Throws OptionError with a fix on any mistake.

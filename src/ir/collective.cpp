@@ -241,6 +241,29 @@ class AllToNext : public BuiltinCollective {
   }
 };
 
+// AllToNext backward (msccl-tools' alltonext_backward): out(r)[j] = in(r+1, j) for r < n-1;
+// rank 0's input and the last rank's output are unused. Never aliased.
+class AllToNextBackward : public BuiltinCollective {
+ public:
+  explicit AllToNextBackward(CollectiveOptions o) : BuiltinCollective(CollectiveKind::custom, o) {}
+  std::string name() const override { return "alltonext-backward"; }
+  int inputChunks(int) const override { return cf(); }
+  int outputChunks(int) const override { return cf(); }
+  int chunksPerLoop() const override { return cf(); }
+  ChunkValue initialInput(int rank, int index) const override {
+    return rank > 0 ? ChunkValue::of({rank, index}) : ChunkValue();
+  }
+  std::optional<ChunkValue> expectedOutput(int rank, int index) const override {
+    if (rank + 1 == n()) return std::nullopt;
+    return ChunkValue::of({rank + 1, index});
+  }
+  std::shared_ptr<const Collective> refined(int factor) const override {
+    CollectiveOptions o = options_;
+    o.chunkFactor *= factor;
+    return std::make_shared<AllToNextBackward>(o);
+  }
+};
+
 // A custom collective chorus has no definition for: every input chunk initialized, sizes
 // from the file, no postcondition.
 class UnknownCustom : public BuiltinCollective {
@@ -270,9 +293,19 @@ std::shared_ptr<const Collective> makeAllToNext(const CollectiveOptions& options
   return std::make_shared<AllToNext>(options);
 }
 
+std::shared_ptr<const Collective> makeAllToNextBackward(const CollectiveOptions& options) {
+  return std::make_shared<AllToNextBackward>(options);
+}
+
+// Exact names only: chorus's own, plus the program names msccl-tools gives the same
+// collectives ("alltonext-forward", "alltonext-backwards").
 struct CustomRegistry {
   std::mutex mutex;
-  std::map<std::string, CustomCollectiveFactory> factories{{"alltonext", &makeAllToNext}};
+  std::map<std::string, CustomCollectiveFactory> factories{
+      {"alltonext", &makeAllToNext},
+      {"alltonext-forward", &makeAllToNext},
+      {"alltonext-backward", &makeAllToNextBackward},
+      {"alltonext-backwards", &makeAllToNextBackward}};
 };
 
 CustomRegistry& customRegistry() {
@@ -320,6 +353,23 @@ void registerCustomCollective(const std::string& name, CustomCollectiveFactory f
   registry.factories[name] = factory;
 }
 
+std::vector<std::string> customCollectiveNames() {
+  auto& registry = customRegistry();
+  std::lock_guard lock(registry.mutex);
+  std::vector<std::string> names;
+  names.reserve(registry.factories.size());
+  for (const auto& entry : registry.factories)
+    names.push_back(entry.first);
+  return names;
+}
+
+std::string describeCustomCollectiveNames() {
+  std::string out;
+  for (const std::string& name : customCollectiveNames())
+    out += name + ", ";
+  return out + fmt::format("and group reductions such as {}0,1;2,3", kGroupReductionPrefix);
+}
+
 std::shared_ptr<const Collective> collectiveOf(const Algorithm& algorithm) {
   const int n = std::max(algorithm.nranks, 1);
   CollectiveOptions options;
@@ -339,17 +389,11 @@ std::shared_ptr<const Collective> collectiveOf(const Algorithm& algorithm) {
       std::max(1, perRank ? algorithm.chunksPerLoop / n : algorithm.chunksPerLoop);
   if (algorithm.collective != CollectiveKind::custom)
     return makeCollective(algorithm.collective, options);
-  std::vector<std::string> candidates;
-  if (!algorithm.customName.empty()) candidates.push_back(algorithm.customName);
-  candidates.push_back(algorithm.name);
-  const auto cut = algorithm.name.find_first_of("-_");
-  if (cut != std::string::npos) candidates.push_back(algorithm.name.substr(0, cut));
-  for (const auto& name : candidates) {
-    if (auto c = groupReductionNamed(name, options)) return c;
-    if (auto c = makeCustomCollective(name, options)) return c;
-  }
-  return std::make_shared<UnknownCustom>(
-      algorithm.customName.empty() ? algorithm.name : algorithm.customName, options);
+  // Exact names only: a name's prefix says nothing about what the program computes.
+  const std::string& name = algorithm.customName.empty() ? algorithm.name : algorithm.customName;
+  if (auto c = groupReductionNamed(name, options)) return c;
+  if (auto c = makeCustomCollective(name, options)) return c;
+  return std::make_shared<UnknownCustom>(name, options);
 }
 
 }  // namespace chorus::ir

@@ -97,20 +97,29 @@ struct CollectiveOptions {
 std::shared_ptr<const Collective> makeCollective(CollectiveKind kind,
                                                  const CollectiveOptions& options);
 
-// Custom collectives that chorus knows by name ("alltonext", seed 000 §7.4). Returns nullptr
-// for an unknown name. Users may register more (thread-safe).
+// Custom collectives that chorus knows by exact name: "alltonext" (seed 000 §7.4; also
+// "alltonext-forward", msccl-tools' program name) and "alltonext-backward" (rank r receives from
+// r+1; also "alltonext-backwards"). Returns nullptr for an unknown name. Users may register
+// more (thread-safe).
 std::shared_ptr<const Collective> makeCustomCollective(const std::string& name,
                                                        const CollectiveOptions& options);
 using CustomCollectiveFactory =
     std::shared_ptr<const Collective> (*)(const CollectiveOptions& options);
 void registerCustomCollective(const std::string& name, CustomCollectiveFactory factory);
 
+// The names makeCustomCollective knows, sorted (registered ones included; thread-safe).
+std::vector<std::string> customCollectiveNames();
+// customCollectiveNames() and the group-reduction form as one phrase for messages:
+// "alltonext, ..., and group reductions such as group-reduction:0,1;2,3".
+std::string describeCustomCollectiveNames();
+
 // The collective an IR claims to implement, with the chunk factor derived from chunksPerLoop
-// (divided by nranks for allgather, reducescatter and alltoall). For a custom collective the
-// name is looked up first as algorithm.customName, then as algorithm.name and its prefix before
-// '-' or '_' (so "alltonext-forward" is AllToNext), a name "group-reduction:..." giving the group
-// reduction it describes (group_reduction.h); an unknown custom collective gets a
-// definition with hasPostcondition() == false, inputs initialized on every rank.
+// (divided by nranks for allgather, reducescatter and alltoall). A custom collective is named
+// by algorithm.customName when set, else by algorithm.name, and only that exact name selects a
+// postcondition: a registered custom collective (makeCustomCollective) or "group-reduction:..."
+// (the group reduction it describes, group_reduction.h). No prefix is guessed: a program named
+// "alltonext_foo" is not AllToNext. An unknown name gets a definition with
+// hasPostcondition() == false, inputs initialized on every rank.
 std::shared_ptr<const Collective> collectiveOf(const Algorithm& algorithm);
 
 }  // namespace chorus::ir

@@ -297,5 +297,8 @@ std::shared_ptr<const ir::Collective> reduce(int nranks, int chunkFactor, int ro
 std::shared_ptr<const ir::Collective> allToNext(int nranks, int chunkFactor) {
   return ir::makeCustomCollective("alltonext", {nranks, chunkFactor, false, 0});
 }
+std::shared_ptr<const ir::Collective> allToNextBackward(int nranks, int chunkFactor) {
+  return ir::makeCustomCollective("alltonext-backward", {nranks, chunkFactor, false, 0});
+}
 
 }  // namespace chorus::lang

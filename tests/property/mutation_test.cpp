@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <string>
 
 #include "algorithms/registry.h"
@@ -16,6 +17,7 @@ struct Case {
   int ranks = 0;
   int nodes = 0;
   int gpus = 0;
+  std::map<std::string, int> params = {};
 };
 
 ir::Algorithm compileCase(const Case& c) {
@@ -24,6 +26,7 @@ ir::Algorithm compileCase(const Case& c) {
   request.ranks = c.ranks;
   request.nodes = c.nodes;
   request.gpusPerNode = c.gpus;
+  request.params = c.params;
   return algorithms::compileAlgorithm(request).algorithm;
 }
 
@@ -136,7 +139,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"allreduce.ring", 4}, Case{"allreduce.allpairs", 4},
                       Case{"allgather.ring", 4}, Case{"reducescatter.ring", 4},
                       Case{"alltoall.direct", 3}, Case{"allreduce.hierarchical", 0, 2, 3},
-                      Case{"alltoall.two-step", 0, 2, 2}, Case{"alltonext", 0, 2, 2}),
+                      Case{"alltoall.two-step", 0, 2, 2}, Case{"alltonext", 0, 2, 2},
+                      Case{"alltonext", 0, 2, 2, {{"direction", 1}}}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string name = info.param.algorithm + "_" + std::to_string(info.index);
       for (auto& ch : name)

@@ -1,8 +1,10 @@
 // Every library algorithm at every rank count 2..16 (node-shaped ones at every N x G up to
-// 4 x 4) runs on the thread transport with the exact result: one element, and a count no
-// chunking divides (int32 sum; other types and ops are covered by thread_run_test.cpp).
+// 4 x 4), and each other named value of its parameters (alltonext direction=backward), runs on
+// the thread transport with the exact result: one element, and a count no chunking divides
+// (int32 sum; other types and ops are covered by thread_run_test.cpp).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,19 +18,33 @@ namespace {
 struct SweepCase {
   std::string algorithm;
   int ranks = 0, nodes = 0, gpus = 0;
+  std::map<std::string, int> params = {};  // non-default settings
 };
+
+// The default settings, then each other named value of a parameter (it may select another
+// collective: alltonext direction=backward).
+std::vector<std::map<std::string, int>> settingsOf(const algorithms::AlgorithmInfo& info) {
+  std::vector<std::map<std::string, int>> settings(1);
+  for (const algorithms::ParamInfo& param : info.params)
+    for (std::size_t i = 0; i < param.valueNames.size(); ++i)
+      if (param.minValue + static_cast<int>(i) != param.defaultValue)
+        settings.push_back({{param.name, param.minValue + static_cast<int>(i)}});
+  return settings;
+}
 
 std::vector<SweepCase> sweepCases() {
   std::vector<SweepCase> cases;
   for (const algorithms::AlgorithmInfo& info : algorithms::listAlgorithms()) {
-    if (info.shape == algorithms::Shape::ranks) {
-      for (int ranks = std::max(2, info.minRanks); ranks <= 16; ++ranks)
-        cases.push_back({info.name, ranks, 0, 0});
-    } else {
-      for (int nodes = 1; nodes <= 4; ++nodes)
-        for (int gpus = 1; gpus <= 4; ++gpus)
-          if (nodes * gpus >= std::max(2, info.minRanks))
-            cases.push_back({info.name, 0, nodes, gpus});
+    for (const auto& params : settingsOf(info)) {
+      if (info.shape == algorithms::Shape::ranks) {
+        for (int ranks = std::max(2, info.minRanks); ranks <= 16; ++ranks)
+          cases.push_back({info.name, ranks, 0, 0, params});
+      } else {
+        for (int nodes = 1; nodes <= 4; ++nodes)
+          for (int gpus = 1; gpus <= 4; ++gpus)
+            if (nodes * gpus >= std::max(2, info.minRanks))
+              cases.push_back({info.name, 0, nodes, gpus, params});
+      }
     }
   }
   return cases;
@@ -38,6 +54,8 @@ std::string caseName(const SweepCase& c) {
   std::string name = c.algorithm + "_" +
                      (c.ranks != 0 ? std::to_string(c.ranks) + "r"
                                    : std::to_string(c.nodes) + "x" + std::to_string(c.gpus));
+  for (const auto& [key, value] : c.params)
+    name += "_" + key + "_" + std::to_string(value);
   for (char& ch : name)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return name;
@@ -48,7 +66,7 @@ class LibrarySweepOnThreads : public ::testing::TestWithParam<SweepCase> {};
 TEST_P(LibrarySweepOnThreads, ExactResult) {
   const SweepCase& c = GetParam();
   const ir::Algorithm algorithm =
-      testing_support::compileForTest(c.algorithm, c.ranks, c.nodes, c.gpus);
+      testing_support::compileForTest(c.algorithm, c.ranks, c.nodes, c.gpus, c.params);
   for (std::size_t count : {std::size_t{1}, std::size_t{1031}}) {
     runtime::ThreadRunOptions options;
     options.count = count;

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <ostream>
 #include <set>
 #include <string>
@@ -26,12 +27,15 @@ struct ShapeCase {
   int ranks = 0;
   int nodes = 0;
   int gpus = 0;
+  std::map<std::string, int> params = {};  // non-default settings
 };
 
 std::string caseName(const ShapeCase& c) {
   std::string name = c.algorithm + "_" +
                      (c.ranks != 0 ? std::to_string(c.ranks) + "r"
                                    : std::to_string(c.nodes) + "x" + std::to_string(c.gpus));
+  for (const auto& [key, value] : c.params)
+    name += "_" + key + "_" + std::to_string(value);
   for (char& ch : name) {
     if (ch == '.' || ch == '-') ch = '_';
   }
@@ -48,20 +52,34 @@ BuildRequest requestFor(const ShapeCase& c) {
   request.ranks = c.ranks;
   request.nodes = c.nodes;
   request.gpusPerNode = c.gpus;
+  request.params = c.params;
   return request;
 }
 
-// All rank counts 2..16 and all N x G up to 4 x 8 (at least 2 ranks).
+// The default settings, then each other named value of a parameter: a named value may select
+// another collective (alltonext direction=backward), so each is swept like an algorithm.
+std::vector<std::map<std::string, int>> settingsOf(const AlgorithmInfo& info) {
+  std::vector<std::map<std::string, int>> settings(1);
+  for (const ParamInfo& param : info.params)
+    for (std::size_t i = 0; i < param.valueNames.size(); ++i)
+      if (param.minValue + static_cast<int>(i) != param.defaultValue)
+        settings.push_back({{param.name, param.minValue + static_cast<int>(i)}});
+  return settings;
+}
+
+// All rank counts 2..16 and all N x G up to 4 x 8 (at least 2 ranks), for every setting.
 std::vector<ShapeCase> traceCases() {
   std::vector<ShapeCase> cases;
   for (const AlgorithmInfo& info : listAlgorithms()) {
-    if (info.shape == Shape::ranks) {
-      for (int ranks = 2; ranks <= 16; ++ranks)
-        cases.push_back({info.name, ranks, 0, 0});
-    } else {
-      for (int nodes = 1; nodes <= 4; ++nodes) {
-        for (int gpus = 1; gpus <= 8; ++gpus) {
-          if (nodes * gpus >= 2) cases.push_back({info.name, 0, nodes, gpus});
+    for (const auto& params : settingsOf(info)) {
+      if (info.shape == Shape::ranks) {
+        for (int ranks = 2; ranks <= 16; ++ranks)
+          cases.push_back({info.name, ranks, 0, 0, params});
+      } else {
+        for (int nodes = 1; nodes <= 4; ++nodes) {
+          for (int gpus = 1; gpus <= 8; ++gpus) {
+            if (nodes * gpus >= 2) cases.push_back({info.name, 0, nodes, gpus, params});
+          }
         }
       }
     }
@@ -248,6 +266,35 @@ TEST(RegistryTest, ParsesParamAssignments) {
   EXPECT_THROW(parseParamAssignment("channels=2x"), OptionError);
 }
 
+TEST(RegistryTest, ParsesNamedParamValues) {
+  const AlgorithmInfo& info = findAlgorithm("alltonext");
+  EXPECT_EQ(parseParamAssignment("direction=backward", info),
+            (std::pair<std::string, int>{"direction", 1}));
+  EXPECT_EQ(parseParamAssignment("direction=forward", info),
+            (std::pair<std::string, int>{"direction", 0}));
+  EXPECT_EQ(parseParamAssignment("direction=1", info),
+            (std::pair<std::string, int>{"direction", 1}));
+  // Unknown keys pass through for resolveRequest to name.
+  EXPECT_EQ(parseParamAssignment("channels=2", info), (std::pair<std::string, int>{"channels", 2}));
+  try {
+    parseParamAssignment("direction=sideways", info);
+    FAIL() << "expected OptionError";
+  } catch (const OptionError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("--set direction=sideways: not a value of alltonext's "
+                                        "direction; use forward|backward"));
+  }
+  BuildRequest request = nodesRequest("alltonext", 2, 2);
+  request.params["direction"] = 2;
+  try {
+    buildProgram(request);
+    FAIL() << "expected OptionError";
+  } catch (const OptionError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("use forward|backward"));
+  }
+  EXPECT_EQ(info.params.at(0).spell(1), "backward");
+  EXPECT_EQ(info.params.at(0).spell(7), "7");
+}
+
 std::set<int> channelsUsed(const lang::Program& program) {
   std::set<int> channels;
   for (const ir::DagOp& op : program.dag().ops)
@@ -301,6 +348,24 @@ TEST(AlgorithmShapeTest, AllToNextSpreadsNodeBoundaryOverAllGpus) {
   EXPECT_EQ(crossNode, (std::set<std::pair<int, int>>{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
   EXPECT_EQ(program->collective().name(), "alltonext");
   EXPECT_EQ(program->collective().chunkFactor(), 4);
+}
+
+TEST(AlgorithmShapeTest, AllToNextBackwardSpreadsNodeBoundaryOverAllGpus) {
+  BuildRequest request = nodesRequest("alltonext", 3, 4);
+  request.params["direction"] = 1;
+  auto program = buildProgram(request);
+  std::set<std::pair<int, int>> crossNode;
+  for (const ir::DagOp& op : program->dag().ops) {
+    if (op.src.rank / 4 != op.dst.rank / 4) crossNode.insert({op.src.rank, op.dst.rank});
+  }
+  // Node 1 -> node 0 and node 2 -> node 1, one transfer per GPU pair.
+  EXPECT_EQ(crossNode, (std::set<std::pair<int, int>>{
+                           {4, 0}, {5, 1}, {6, 2}, {7, 3}, {8, 4}, {9, 5}, {10, 6}, {11, 7}}));
+  EXPECT_EQ(program->collective().name(), "alltonext-backward");
+  EXPECT_EQ(program->collective().chunkFactor(), 4);
+  const compiler::CompileResult result = compileAlgorithm(request);
+  EXPECT_EQ(result.algorithm.customName, "alltonext-backward");
+  EXPECT_EQ(result.algorithm.name, "alltonext");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/registry.h"
@@ -26,7 +27,7 @@ std::string paramsSummary(const algorithms::AlgorithmInfo& info) {
   std::string text;
   for (const algorithms::ParamInfo& param : info.params) {
     if (!text.empty()) text += ",";
-    text += fmt::format("{}={}", param.name, param.defaultValue);
+    text += fmt::format("{}={}", param.name, param.spell(param.defaultValue));
   }
   return text;
 }
@@ -36,11 +37,13 @@ void printJson() {
   for (const algorithms::AlgorithmInfo& info : algorithms::listAlgorithms()) {
     nlohmann::ordered_json params = nlohmann::ordered_json::array();
     for (const algorithms::ParamInfo& param : info.params) {
-      params.push_back({{"name", param.name},
-                        {"default", param.defaultValue},
-                        {"min", param.minValue},
-                        {"max", param.maxValue},
-                        {"description", param.description}});
+      nlohmann::ordered_json entry = {{"name", param.name},
+                                      {"default", param.defaultValue},
+                                      {"min", param.minValue},
+                                      {"max", param.maxValue},
+                                      {"description", param.description}};
+      if (!param.valueNames.empty()) entry["values"] = param.valueNames;
+      params.push_back(std::move(entry));
     }
     list.push_back({{"name", info.name},
                     {"collective", info.collective},

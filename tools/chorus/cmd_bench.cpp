@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,7 +14,11 @@
 #include "bench_launch.h"
 #include "chorus/chorus.h"
 #include "cli.h"
+#include "collective_option.h"
+#include "ir/algorithm.h"
+#include "ir/formats.h"
 #include "perf/bench_args.h"
+#include "perf/collective.h"
 #include "runtime/datatype.h"
 #include "support/env.h"
 #include "support/error.h"
@@ -29,6 +34,7 @@ struct BenchCommandArgs {
   std::string bind = "none";
   std::size_t bufferOffset = 0;
   bool launched = false;
+  std::string collective;  // --collective: must agree with COLL and with an --algo plan file
 };
 
 // --algo NAME|FILE becomes a CHORUS_ALGO override for this collective; auto keeps the default
@@ -41,8 +47,29 @@ CommConfig makeConfig(const BenchCommandArgs& args, perf::Collective collective)
   return config;
 }
 
+// chorus bench measures a built-in collective (COLL) through the Communicator, so
+// --collective can only confirm it: NAME must be COLL, and a plan file given by --algo must not
+// say otherwise.
+void checkCollectiveOption(const BenchCommandArgs& args) {
+  if (args.collective.empty()) return;
+  checkCollectiveName(args.collective);
+  const auto named = ir::parseCollectiveName(args.collective);
+  const auto measured = perf::parseCollective(args.sweep.collective);
+  if (measured && (!named || ir::collectiveName(*named) != perf::collectiveName(*measured)))
+    throw OptionError(fmt::format(
+        "--collective {} contradicts the benchmarked collective {}: chorus bench measures "
+        "built-in collectives; run a custom collective's plan with 'chorus run FILE "
+        "--collective {}'",
+        args.collective, perf::collectiveName(*measured), args.collective));
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(args.algo, error)) return;
+  for (ir::Algorithm& algorithm : ir::readAlgorithmsFile(args.algo))
+    applyCollectiveOption(args.collective, algorithm, args.algo);
+}
+
 ExitCode runBench(const BenchCommandArgs& given) {
   BenchCommandArgs args = given;
+  checkCollectiveOption(args);
   if (args.launched) {
     if (args.bind != "none")
       throw OptionError(
@@ -136,6 +163,12 @@ Command addBenchCommand(CLI::App& app) {
                    "as malloc'd ones are (16); 0 = page aligned")
       ->check(CLI::Range(0, 4095))
       ->capture_default_str();
+  command
+      ->add_option("--collective", args->collective,
+                   "Confirms the collective of COLL and of an --algo plan file (a usage error "
+                   "when they disagree); custom collectives run with 'chorus run FILE "
+                   "--collective NAME'")
+      ->type_name("NAME");
   return [args]() { return runBench(*args); };
 }
 

@@ -1,6 +1,8 @@
 // `chorus verify FILE...`: reads algorithms (MSCCL XML, chorus JSON or text; '-' = stdin),
 // verifies each one and prints "FILE [name]: ok ..." or every finding. Exit 0 iff all are
-// valid, 1 if any finding, 2 if any file could not be read or parsed.
+// valid, 1 if any finding (or, with --strict, a postcondition left unchecked because the
+// custom collective is unknown), 2 if any file could not be read or parsed or --collective is
+// unknown or contradicts a file.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "collective_option.h"
 #include "ir/formats.h"
 #include "support/error.h"
 #include "verify/verify.h"
@@ -20,6 +23,8 @@ struct VerifyArgs {
   std::vector<std::string> files;
   int fifoSlots = 8;
   int iterations = 2;
+  std::string collective;  // --collective: the custom collective the files implement
+  bool strict = false;     // an unchecked postcondition fails
 };
 
 std::string displayName(const std::string& file) {
@@ -36,6 +41,7 @@ ExitCode runVerify(const VerifyArgs& args) {
   verify::VerifyOptions options;
   options.fifoSlots = args.fifoSlots;
   options.iterations = args.iterations;
+  checkCollectiveName(args.collective);
 
   bool anyFinding = false;
   bool anyUnreadable = false;
@@ -58,9 +64,16 @@ ExitCode runVerify(const VerifyArgs& args) {
       anyUnreadable = true;
       continue;
     }
+    for (ir::Algorithm& algorithm : algorithms)
+      applyCollectiveOption(args.collective, algorithm, file);
     for (const ir::Algorithm& algorithm : algorithms) {
       const verify::VerifyReport report = verify::verifyAlgorithm(algorithm, options);
       const std::string prefix = fmt::format("{} [{}]", displayName(file), algorithm.name);
+      if (report.ok() && args.strict && !report.postconditionChecked) {
+        anyFinding = true;
+        fmt::print("{}: {} (--strict: fails)\n", prefix, report.describe());
+        continue;
+      }
       if (report.ok()) {
         fmt::print("{}: {}\n", prefix, report.describe());
         continue;
@@ -91,6 +104,10 @@ Command addVerifyCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--iterations", args->iterations, "Tiles simulated back to back")
       ->capture_default_str();
+  addCollectiveOption(*command, args->collective);
+  command->add_flag("--strict", args->strict,
+                    "Fail (exit 1) when a postcondition is not checked because chorus does not "
+                    "know the custom collective (name it with --collective)");
   return [args]() { return runVerify(*args); };
 }
 

@@ -11,7 +11,10 @@ void addShapeOptions(CLI::App& command, ShapeOptions& shape) {
   CLI::Option* gpus =
       command.add_option("--gpus-per-node", shape.gpusPerNode, "GPUs (ranks) per node");
   ranks->excludes(nodes)->excludes(gpus);
-  command.add_option("--set", shape.sets, "Algorithm parameter NAME=VALUE (repeatable)")
+  command
+      .add_option("--set", shape.sets,
+                  "Algorithm parameter NAME=VALUE (repeatable; VALUE a number or, where the "
+                  "parameter names its values, a name: direction=backward)")
       ->type_name("NAME=VALUE")
       ->allow_extra_args(false);
   command.add_option("--instances", shape.instances, "Replicate the program I times")
@@ -26,7 +29,8 @@ algorithms::BuildRequest makeBuildRequest(const std::string& algorithm, const Sh
   request.gpusPerNode = shape.gpusPerNode;
   request.instances = shape.instances;
   for (const std::string& assignment : shape.sets) {
-    const auto [key, value] = algorithms::parseParamAssignment(assignment);
+    const auto [key, value] =
+        algorithms::parseParamAssignment(assignment, algorithms::findAlgorithm(algorithm));
     request.params[key] = value;
   }
   return request;
