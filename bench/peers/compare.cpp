@@ -1,12 +1,13 @@
 // bench_compare: reads the --json records of `chorus bench`, bench_mpi and bench_gloo and
 // prints one table per collective: busbw per library (out-of-place and in-place) and the
-// ratios chorus / each peer. Run:
+// ratios chorus / each peer. Files named NAME.rN.json are round N of their library: the table
+// shows medians over rounds and the median of the per-round ratios (compare.sh --rounds). Run:
 //   ./bench_compare chorus.json mpi.json gloo.json [--plot compare.svg]
+//   ./bench_compare chorus.r1.json openmpi.r1.json chorus.r2.json openmpi.r2.json
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <exception>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,9 @@ int runCompare(int argc, char** argv) {
   CLI::App app{"bench_compare: side-by-side busbw of benchmark JSON files", "bench_compare"};
   std::vector<std::string> files;
   std::string plotPath;
-  app.add_option("files", files, "JSON files from chorus bench / bench_mpi / bench_gloo --json")
+  app.add_option("files", files,
+                 "JSON files from chorus bench / bench_mpi / bench_gloo --json; NAME.rN.json is "
+                 "round N of its library")
       ->required();
   app.add_option("--plot", plotPath, "Also write every series to one SVG chart");
   try {
@@ -30,24 +33,19 @@ int runCompare(int argc, char** argv) {
     return app.exit(error);
   }
 
-  std::vector<chorus::perf::RecordSet> sets;
-  std::vector<chorus::perf::BenchRecord> all;
+  std::vector<chorus::perf::RecordFile> read;
   for (const std::string& file : files) {
-    chorus::perf::RecordSet set;
-    set.records = chorus::perf::readRecordsFile(file);
-    if (set.records.empty()) {
+    read.push_back({file, chorus::perf::readRecordsFile(file)});
+    if (read.back().records.empty())
       fmt::print(stderr, "bench_compare: {} has no records; skipped\n", file);
-      continue;
-    }
-    set.label = set.records.front().library;
-    for (const auto& other : sets)
-      if (other.label == set.label) set.label += ":" + std::filesystem::path(file).stem().string();
-    for (auto& record : set.records) {
-      record.library = set.label;
-      all.push_back(record);
-    }
-    sets.push_back(std::move(set));
   }
+  const std::vector<chorus::perf::RecordSet> sets = chorus::perf::groupRecordFiles(read);
+  std::vector<chorus::perf::BenchRecord> all;  // the medians, as the tables show them
+  for (const auto& set : sets)
+    for (auto& record : chorus::perf::medianRecords(set)) {
+      record.library = set.label;
+      all.push_back(std::move(record));
+    }
   fmt::print("{}", chorus::perf::comparisonTables(sets));
   if (!plotPath.empty()) {
     chorus::perf::PlotOptions plot;

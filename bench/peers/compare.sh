@@ -3,20 +3,26 @@
 #
 # Usage:
 #   bench/peers/compare.sh COLL --ranks N [-b MIN] [-e MAX] [-f FACTOR] [--transport shm|thread]
-#                          [--build DIR] [--out DIR] [-- EXTRA BENCH OPTIONS...]
+#                          [--rounds R] [--build DIR] [--out DIR] [-- EXTRA BENCH OPTIONS...]
 #
 #   COLL         allreduce, allgather, reducescatter, alltoall, broadcast or reduce
 #   --ranks N    ranks for all three libraries (default 2)
 #   -b -e -f     size sweep, nccl-tests style (default 8, 64M, 4)
 #   --transport  chorus transport (default shm: processes, like the peers)
+#   --rounds R   run R rounds, each one chorus, Open MPI and Gloo back to back, so a slow spell
+#                of the machine hits every library (default 1). The tables then show the median
+#                busbw over rounds, chorus's min-max, and per ratio the median over rounds of the
+#                ratio measured within one round
 #   --build DIR  build directory with chorus, bench/bench_mpi, bench/bench_gloo, bench/bench_compare
 #                (default: $CHORUS_BUILD_DIR, else <repo>/build)
 #   --out DIR    where chorus.json, openmpi.json, gloo.json and compare.svg go (default: a new
-#                temporary directory)
+#                temporary directory); with R > 1, round N writes chorus.rN.json, openmpi.rN.json,
+#                gloo.rN.json (bench_compare takes NAME.rN.json as round N of its library)
 #   after --     passed to all three benchmarks, e.g. -- --budget 0.05 --op max --no-inplace
 #
-# Example (quick smoke run):
+# Example (quick smoke run; the second with 3 rounds):
 #   bench/peers/compare.sh allreduce --ranks 2 -b 8 -e 1M -f 16 -- --budget 0.05
+#   bench/peers/compare.sh allreduce --ranks 2 -b 8 -e 1M -f 16 --rounds 3 -- --budget 0.05
 #
 # Open MPI runs with shared memory: mpirun --oversubscribe -n N --mca pml ob1 --mca btl self,vader.
 # Gloo runs N forked processes over tcp on 127.0.0.1. A peer whose binary was not built (CMake did
@@ -26,7 +32,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -39,6 +45,7 @@ min=8
 max=64M
 factor=4
 transport=shm
+rounds=1
 extra=()
 
 while [ $# -gt 0 ]; do
@@ -48,6 +55,7 @@ while [ $# -gt 0 ]; do
     -e | --maxbytes) max="$2"; shift 2 ;;
     -f | --stepfactor) factor="$2"; shift 2 ;;
     --transport) transport="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     -h | --help) usage ;;
@@ -59,6 +67,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$coll" ] || usage
+if ! [[ "$rounds" =~ ^[1-9][0-9]*$ ]]; then
+  echo "compare.sh: --rounds takes a whole number >= 1, not '$rounds'" >&2
+  exit 2
+fi
 if [ ! -x "$build/chorus" ]; then
   echo "compare.sh: $build/chorus not found; build it (ninja -C $build chorus) or pass --build DIR" >&2
   exit 2
@@ -68,40 +80,54 @@ mkdir -p "$out"
 
 sweep=(-b "$min" -e "$max" -f "$factor")
 files=()
+mpirun_bin="$(command -v mpirun.openmpi || command -v mpirun || true)"
 
-echo "== chorus ($transport, $ranks ranks)"
-"$build/chorus" bench "$coll" --ranks "$ranks" --transport "$transport" "${sweep[@]}" \
-  --json "$out/chorus.json" "${extra[@]}"
-files+=("$out/chorus.json")
+# One round: chorus, Open MPI, Gloo back to back; $1 is the file suffix ("" or ".rN").
+run_round() {
+  local suffix="$1"
+  echo "== chorus ($transport, $ranks ranks)"
+  "$build/chorus" bench "$coll" --ranks "$ranks" --transport "$transport" "${sweep[@]}" \
+    --json "$out/chorus$suffix.json" "${extra[@]}"
+  files+=("$out/chorus$suffix.json")
 
-echo
-if [ ! -x "$build/bench/bench_mpi" ]; then
-  echo "== openmpi: skipped ($build/bench/bench_mpi was not built: CMake found no MPI)"
-else
-  mpirun_bin="$(command -v mpirun.openmpi || command -v mpirun || true)"
-  if [ -z "$mpirun_bin" ]; then
+  echo
+  if [ ! -x "$build/bench/bench_mpi" ]; then
+    echo "== openmpi: skipped ($build/bench/bench_mpi was not built: CMake found no MPI)"
+  elif [ -z "$mpirun_bin" ]; then
     echo "== openmpi: skipped (no mpirun on PATH; apt-get install openmpi-bin)"
   else
     echo "== openmpi (vader shared memory, $ranks ranks)"
     "$mpirun_bin" --allow-run-as-root --oversubscribe -n "$ranks" --mca pml ob1 \
       --mca btl self,vader "$build/bench/bench_mpi" "$coll" "${sweep[@]}" \
-      --json "$out/openmpi.json" "${extra[@]}"
-    files+=("$out/openmpi.json")
+      --json "$out/openmpi$suffix.json" "${extra[@]}"
+    files+=("$out/openmpi$suffix.json")
   fi
-fi
 
-echo
-if [ ! -x "$build/bench/bench_gloo" ]; then
-  echo "== gloo: skipped ($build/bench/bench_gloo was not built: CMake found no Gloo)"
+  echo
+  if [ ! -x "$build/bench/bench_gloo" ]; then
+    echo "== gloo: skipped ($build/bench/bench_gloo was not built: CMake found no Gloo)"
+  else
+    echo "== gloo (tcp loopback, $ranks processes)"
+    "$build/bench/bench_gloo" "$coll" --ranks "$ranks" "${sweep[@]}" \
+      --json "$out/gloo$suffix.json" "${extra[@]}"
+    files+=("$out/gloo$suffix.json")
+  fi
+}
+
+if [ "$rounds" -eq 1 ]; then
+  run_round ""
+  names="{chorus,openmpi,gloo}.json"
 else
-  echo "== gloo (tcp loopback, $ranks processes)"
-  "$build/bench/bench_gloo" "$coll" --ranks "$ranks" "${sweep[@]}" --json "$out/gloo.json" \
-    "${extra[@]}"
-  files+=("$out/gloo.json")
+  for ((round = 1; round <= rounds; round++)); do
+    if [ "$round" -gt 1 ]; then echo; fi
+    echo "==== round $round of $rounds"
+    run_round ".r$round"
+  done
+  names="{chorus,openmpi,gloo}.r{1..$rounds}.json"
 fi
 
 echo
 echo "== comparison"
 "$build/bench/bench_compare" "${files[@]}" --plot "$out/compare.svg"
 echo
-echo "records and chart: $out/{chorus,openmpi,gloo}.json, $out/compare.svg"
+echo "records and chart: $out/$names, $out/compare.svg"
