@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "algorithms/registry.h"
@@ -36,13 +37,14 @@ using testing_support::compileForTest;
 struct LibraryCase {
   std::string algorithm;
   int ranks = 0, nodes = 0, gpus = 0;
+  std::map<std::string, int> params = {};
 };
 
 class LibraryOnThreads : public ::testing::TestWithParam<LibraryCase> {};
 
 TEST_P(LibraryOnThreads, ExactResultsAcrossCountsTypesAndOps) {
   const auto& c = GetParam();
-  const auto a = compileForTest(c.algorithm, c.ranks, c.nodes, c.gpus);
+  const auto a = compileForTest(c.algorithm, c.ranks, c.nodes, c.gpus, c.params);
   // Counts: tiny, not divisible by the chunking, divisible, and several tiles.
   for (std::size_t count :
        {std::size_t{1}, std::size_t{7}, std::size_t{1000}, std::size_t{4096}, std::size_t{70001}}) {
@@ -66,7 +68,8 @@ INSTANTIATE_TEST_SUITE_P(
                       LibraryCase{"allreduce.allpairs", 4}, LibraryCase{"allgather.ring", 5},
                       LibraryCase{"reducescatter.ring", 4}, LibraryCase{"alltoall.direct", 3},
                       LibraryCase{"allreduce.hierarchical", 0, 2, 3},
-                      LibraryCase{"alltoall.two-step", 0, 2, 2}, LibraryCase{"alltonext", 0, 2, 3}),
+                      LibraryCase{"alltoall.two-step", 0, 2, 2}, LibraryCase{"alltonext", 0, 2, 3},
+                      LibraryCase{"alltonext", 0, 2, 3, {{"direction", 1}}}),
     [](const ::testing::TestParamInfo<LibraryCase>& info) {
       std::string name = info.param.algorithm + "_" + std::to_string(info.index);
       for (auto& ch : name)
