@@ -14,6 +14,7 @@
 
 #include "runtime/datatype.h"
 #include "runtime/reduce_kernels.h"
+#include "test_seed.h"
 
 namespace chorus::runtime {
 namespace {
@@ -154,7 +155,7 @@ TEST(DataTypeTest, HalfRoundingMatchesReference) {
     inputs.push_back(std::nextafter(mid, INFINITY));
     inputs.push_back(-mid);
   }
-  std::mt19937 rng(12345);
+  std::mt19937 rng(testing_support::testSeed());
   for (int i = 0; i < 200000; ++i) {
     const auto bits = static_cast<std::uint32_t>(rng());
     const float f = std::bit_cast<float>(bits);
@@ -184,7 +185,7 @@ TEST(DataTypeTest, Bfloat16RoundingMatchesReference) {
                             1.0f + 0x1p-8f,
                             1.0f + 3 * 0x1p-8f,
                             1.0f + 0x1p-8f + 0x1p-23f};
-  std::mt19937 rng(777);
+  std::mt19937 rng(testing_support::testSeed());
   for (int i = 0; i < 200000; ++i) {
     const float f = std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
     if (!std::isnan(f) && !std::isinf(f)) inputs.push_back(f);
@@ -393,7 +394,7 @@ INSTANTIATE_TEST_SUITE_P(Isa, ReduceKernelsTest,
                          });
 
 TEST_P(ReduceKernelsTest, EveryTypeAndOpMatchesScalarReference) {
-  std::mt19937 rng(2024);
+  std::mt19937 rng(testing_support::testSeed());
   for (DataType type : allDataTypes()) {
     const std::size_t size = dataTypeSize(type);
     for (ReduceOp op : allReduceOps()) {
@@ -488,7 +489,7 @@ TEST_P(ReduceKernelsTest, DivideElements) {
   divideElements(DataType::int8, small.data(), small.size(), 3);
   EXPECT_EQ(small, (std::vector<std::int8_t>{-42, 42, 0}));
 
-  std::mt19937 rng(99);
+  std::mt19937 rng(testing_support::testSeed());
   for (DataType type : allDataTypes()) {
     for (std::size_t count : kLengths) {
       for (int divisor : {1, 3, 7, 8}) {
@@ -557,7 +558,7 @@ TEST_P(ReduceKernelsTest, DivideElements) {
 }
 
 TEST_P(ReduceKernelsTest, ReduceManyMatchesChainedReduceElements) {
-  std::mt19937 rng(31337);
+  std::mt19937 rng(testing_support::testSeed());
   for (DataType type : allDataTypes()) {
     const std::size_t size = dataTypeSize(type);
     for (ReduceOp op : allReduceOps()) {

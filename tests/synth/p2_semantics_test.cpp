@@ -13,6 +13,7 @@
 
 #include "support/error.h"
 #include "synth/p2_semantics.h"
+#include "test_seed.h"
 
 namespace chorus::synth {
 namespace {
@@ -263,9 +264,7 @@ TEST(P2Semantics, GoalContextRejectsOverlappingGroups) {
 // Every rule keeps what a group holds in union (rows move between members, never vanish or
 // appear), and AllReduce, AllGather and Broadcast leave the members equal.
 TEST(P2Semantics, RandomStepsKeepEveryChunkASetOfContributions) {
-  const unsigned seed = std::random_device{}();
-  SCOPED_TRACE(testing::Message() << "seed " << seed);
-  std::mt19937 rng(seed);
+  std::mt19937 rng(testing_support::testSeed());
   for (int round = 0; round < 200; ++round) {
     const int devices = 2 + static_cast<int>(rng() % 6);
     StateContext context = makeInitialContext(devices, devices);

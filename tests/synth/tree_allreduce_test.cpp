@@ -17,6 +17,7 @@
 #include "synth/link_matrix.h"
 #include "synth/tree_allreduce.h"
 #include "synth/trees.h"
+#include "test_seed.h"
 #include "topology/presets.h"
 #include "tree_test_util.h"
 
@@ -87,10 +88,7 @@ TEST(TreeAllReduce, SingleTreeTakesTwoHopsPerLevel) {
 }
 
 TEST(TreeAllReduce, RandomMatricesRunExactly) {
-  const unsigned seed = std::random_device{}();
-  std::printf("RandomMatricesRunExactly seed %u\n", seed);
-  SCOPED_TRACE(::testing::Message() << "seed " << seed);
-  std::mt19937 gen(seed);
+  std::mt19937 gen(testing_support::testSeed());
   for (const int n : {2, 3, 5, 6, 8, 11, 13, 16}) {
     const synth::LinkMatrix w = testing_support::randomLinkMatrix(n, gen);
     for (const synth::TreeStrategy strategy :

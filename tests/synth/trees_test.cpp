@@ -13,6 +13,7 @@
 #include "support/error.h"
 #include "synth/link_matrix.h"
 #include "synth/trees.h"
+#include "test_seed.h"
 #include "topology/presets.h"
 #include "tree_test_util.h"
 
@@ -416,10 +417,7 @@ TEST(Trees, DescribeTreeProblemFindsDefects) {
 }
 
 TEST(Trees, RandomMatricesGiveValidTrees) {
-  const unsigned seed = std::random_device{}();
-  std::printf("RandomMatricesGiveValidTrees seed %u\n", seed);
-  SCOPED_TRACE(::testing::Message() << "seed " << seed);
-  std::mt19937 gen(seed);
+  std::mt19937 gen(testing_support::testSeed());
   int mxnetZeroWeight = 0;
   // One matrix per size, the best strategy's preference alternating with the size: a few
   // seconds here, within the sanitizer build's timeout.
