@@ -23,6 +23,7 @@
 #include "support/error.h"
 #include "transport/file_store.h"
 #include "transport/shm/shm_transport.h"
+#include "transport/tcp/tcp_transport.h"
 
 namespace chorus::runtime {
 
@@ -147,6 +148,25 @@ struct LaunchPlan {
   std::string namePrefix;
 };
 
+// This rank's connections over plan.options.transport; the name prefix is unique to the run,
+// so it names the shm segments or is the tcp group id.
+std::unique_ptr<transport::ConnectionSet> connectRank(const LaunchPlan& plan,
+                                                      transport::Store& store, int rank) {
+  const RankProcessOptions& options = plan.options;
+  if (options.transport == ProcessTransport::tcp) {
+    transport::TcpOptions tcp;
+    tcp.fifo = options.fifo;
+    tcp.groupId = plan.namePrefix;
+    tcp.timeout = options.timeout;
+    return transport::connectTcp(store, rank, options.nranks, tcp);
+  }
+  transport::ShmOptions shm;
+  shm.fifo = options.fifo;
+  shm.namePrefix = plan.namePrefix;
+  shm.timeout = options.timeout;
+  return transport::connectShm(store, rank, options.nranks, shm);
+}
+
 [[noreturn]] void runChild(const LaunchPlan& plan, int rank, int reportFd,
                            const RankMain& rankMain) {
   RankOutcome outcome;
@@ -154,11 +174,7 @@ struct LaunchPlan {
     std::unique_ptr<transport::ConnectionSet> connections;
     try {
       transport::FileStore store(plan.storeDirectory);
-      transport::ShmOptions shm;
-      shm.fifo = plan.options.fifo;
-      shm.namePrefix = plan.namePrefix;
-      shm.timeout = plan.options.timeout;
-      connections = transport::connectShm(store, rank, plan.options.nranks, shm);
+      connections = connectRank(plan, store, rank);
       outcome.report = rankMain(rank, *connections);
     } catch (...) {
       outcome.errorKind = classifyCurrentException(&outcome.error);
@@ -414,6 +430,7 @@ ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRun
   const int iterations = std::max(1, options.iterations);
   RankProcessOptions launch;
   launch.nranks = algorithm.nranks;
+  launch.transport = options.transport;
   launch.fifo = options.fifo;
   launch.timeout = options.timeout;
   launch.waitLimit = options.timeout * (iterations + 1) + std::chrono::seconds(10);
@@ -438,6 +455,7 @@ ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRun
           report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
         }
         checkRankOutput(algorithm, rank, options, buffers.output(), &report);
+        checkRankInput(algorithm, rank, options, buffers.input(), &report);
         return report;
       });
   throwFirstFailure(outcomes);

@@ -1,10 +1,12 @@
 // Runs an ir::Algorithm on N ranks that are forked processes of this one, joined through a
-// FileStore in a fresh temporary directory and the shm transport, with the exact-result check
-// of run_check.h. Used by `chorus run --transport shm` and the multi-process tests; the
-// process machinery underneath (runRankProcesses) also serves fault-injection tests.
+// FileStore in a fresh temporary directory and the shm transport or TCP over loopback, with
+// the exact-result check of run_check.h. Used by `chorus run --transport shm|tcp` and the
+// multi-process tests; the process machinery underneath (runRankProcesses) also serves
+// fault-injection tests.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -16,16 +18,23 @@
 
 namespace chorus::runtime {
 
-using ProcessRunOptions = RunOptions;
+// How the forked ranks reach each other: shared memory, or TCP over loopback (the same
+// sockets, frames and progress thread as ranks on different hosts).
+enum class ProcessTransport : std::uint8_t { shm, tcp };
+
+struct ProcessRunOptions : RunOptions {
+  ProcessTransport transport = ProcessTransport::shm;
+};
 using ProcessRunReport = RunReport;
 
-// Forks one process per rank; each joins the group (connectShm), runs its program
+// Forks one process per rank; each joins the group (options.transport), runs its program
 // `options.iterations` times with a call tag and published description per call, and checks
-// its outputs. Merges the ranks' reports (seconds: the slowest rank's last iteration). Throws
-// the root-cause error of a failed rank as the same type (OptionError, TimeoutError,
-// CommError, ...) with that rank's message; a rank process that dies is a CommError naming it
-// and one still running after (iterations + 1) x timeout + 10 s is killed and reported as a
-// TimeoutError. The calling process may have threads, but the children only run this call.
+// its outputs (and, out of place, its unchanged inputs). Merges the ranks' reports (seconds:
+// the slowest rank's last iteration). Throws the root-cause error of a failed rank as the same
+// type (OptionError, TimeoutError, CommError, ...) with that rank's message; a rank process that
+// dies is a CommError naming it and one still running after (iterations + 1) x timeout + 10 s is
+// killed and reported as a TimeoutError. The calling process may have threads, but the children
+// only run this call.
 ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRunOptions& options);
 
 // ---- the process machinery ----------------------------------------------------------------
@@ -43,8 +52,9 @@ struct RankOutcome {
 
 struct RankProcessOptions {
   int nranks = 0;
+  ProcessTransport transport = ProcessTransport::shm;
   transport::FifoOptions fifo;
-  std::chrono::milliseconds timeout{60'000};    // the group's set-up (connectShm)
+  std::chrono::milliseconds timeout{60'000};    // the group's set-up (connectShm, connectTcp)
   std::chrono::milliseconds waitLimit{70'000};  // then the parent kills what is still running
 };
 
@@ -53,7 +63,8 @@ struct RankProcessOptions {
 using RankMain = std::function<RunReport(int rank, transport::ConnectionSet& connections)>;
 
 // Forks options.nranks children. Each creates a FileStore in a fresh temporary directory,
-// calls connectShm (unique segment prefix), runs `rankMain`, leaves the group and sends its
+// calls connectShm (unique segment prefix) or connectTcp (the same prefix as group id; the
+// ranks listen on loopback), runs `rankMain`, leaves the group and sends its
 // outcome through a pipe, then ends with _exit (it never returns into the caller). The parent
 // waits for all of them (up to options.waitLimit, then SIGKILL), removes the directory and any
 // /dev/shm names left behind, and returns the outcomes indexed by rank. Throws CommError only

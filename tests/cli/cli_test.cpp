@@ -176,13 +176,14 @@ TEST(CliRunTest, RunsAnMscclFileFromStandardInput) {
   EXPECT_THAT(result.output, HasSubstr("correct"));
 }
 
-TEST(CliRunTest, BadSizeAndUnavailableTransportAreUsageErrors) {
+TEST(CliRunTest, BadSizeAndUnknownTransportAreUsageErrors) {
   const CommandResult size = runCli("run allreduce.ring --ranks 2 --bytes 12Q");
   EXPECT_EQ(size.exitCode, 2) << size.output;
   EXPECT_THAT(size.output, HasSubstr("'12Q' is not a size"));
-  const CommandResult transport = runCli("run allreduce.ring --ranks 2 --transport tcp");
+  const CommandResult transport = runCli("run allreduce.ring --ranks 2 --transport pigeon");
   EXPECT_EQ(transport.exitCode, 2) << transport.output;
-  EXPECT_THAT(transport.output, HasSubstr("tcp"));
+  EXPECT_THAT(transport.output, HasSubstr("unknown --transport 'pigeon'; use thread"));
+  EXPECT_THAT(transport.output, HasSubstr("shm or tcp"));
 }
 
 TEST(CliRunTest, RunsOnSharedMemoryProcesses) {

@@ -18,6 +18,7 @@
 
 #include "algorithms/registry.h"
 #include "ir/msccl_xml.h"
+#include "run_calls.h"
 #include "runtime/interpreter.h"
 #include "runtime/process_runner.h"
 #include "support/error.h"
@@ -169,24 +170,10 @@ runtime::RankProcessOptions processOptions(int nranks) {
   return options;
 }
 
-// Runs `rank`'s part of `a` on `count` elements `calls` times, each call tagged and published.
+// Runs `rank`'s part of `a` on `count` elements `calls` times (see run_calls.h).
 runtime::RunReport runCalls(const ir::Algorithm& a, int rank, transport::ConnectionSet& connections,
                             std::size_t count, int calls) {
-  runtime::RunOptions options;
-  options.count = count;
-  options.timeout = 30s;
-  runtime::RankBuffers buffers(a, rank, options);
-  for (int call = 0; call < calls; ++call) {
-    buffers.reset();
-    const auto id = runtime::identifyCall(a, options, call);
-    connections.publishCall(id.description);
-    runtime::ExecOptions exec;
-    exec.timeout = options.timeout;
-    exec.callTag = id.tag;
-    exec.collectiveLabel = id.description.c_str();
-    runtime::executeRank(a, rank, {buffers.input(), buffers.output(), count}, connections, exec);
-  }
-  return {};
+  return testing_support::runCalls(a, rank, connections, count, calls, 30s);
 }
 
 TEST(ShmRunFailures, RankKilledBeforeItsPartFailsEveryOtherRankFast) {

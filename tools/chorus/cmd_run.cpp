@@ -1,7 +1,7 @@
 // `chorus run FILE|ALGO --ranks N ...`: executes a plan file or a library algorithm on real
 // ranks (threads of this process for --transport thread, forked processes joined by shared
-// memory for --transport shm) with exact integer-valued data and checks every output element
-// against the collective's definition.
+// memory for --transport shm or by loopback TCP for --transport tcp) with exact integer-valued
+// data and checks every output element against the collective's definition.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -12,6 +12,7 @@
 
 #include "algorithms/registry.h"
 #include "cli.h"
+#include "collective_option.h"
 #include "ir/collective.h"
 #include "ir/formats.h"
 #include "runtime/interpreter.h"
@@ -33,22 +34,30 @@ struct RunArgs {
   std::string transport = "thread";
   double timeoutSeconds = 300;
   int iterations = 1;
+  std::string collective;  // --collective: the custom collective a plan file implements
+  bool strict = false;     // a result left unchecked (unknown custom collective) fails
 };
 
 // A plan file ('-' or an existing path) or else a library algorithm compiled for the shape.
+// --collective applies to either.
 std::vector<ir::Algorithm> loadPlans(const RunArgs& args) {
+  checkCollectiveName(args.collective);
+  std::vector<ir::Algorithm> plans;
   if (args.target == "-" || std::filesystem::exists(args.target))
-    return ir::readAlgorithmsFile(args.target);
-  return {algorithms::compileAlgorithm(makeBuildRequest(args.target, args.shape)).algorithm};
+    plans = ir::readAlgorithmsFile(args.target);
+  else
+    plans = {algorithms::compileAlgorithm(makeBuildRequest(args.target, args.shape)).algorithm};
+  for (ir::Algorithm& plan : plans)
+    applyCollectiveOption(args.collective, plan, args.target);
+  return plans;
 }
 
 ExitCode runRun(const RunArgs& args) {
-  if (args.transport == "tcp")
-    throw OptionError(
-        "--transport tcp is not available yet: it comes with the TCP transport; run the ranks "
-        "on one host with --transport thread or --transport shm");
-  if (args.transport != "thread" && args.transport != "shm")
-    throw OptionError(fmt::format("unknown --transport '{}'; use thread or shm", args.transport));
+  if (args.transport != "thread" && args.transport != "shm" && args.transport != "tcp")
+    throw OptionError(fmt::format(
+        "unknown --transport '{}'; use thread (ranks are threads), shm or tcp (ranks are forked "
+        "processes; tcp over loopback)",
+        args.transport));
   const auto type = runtime::parseDataType(args.dtype);
   if (!type) throw OptionError(fmt::format("unknown --dtype '{}'", args.dtype));
   const auto op = runtime::parseReduceOp(args.op);
@@ -66,23 +75,28 @@ ExitCode runRun(const RunArgs& args) {
     const std::size_t esz = runtime::dataTypeSize(*type);
     const std::size_t perCount =
         std::max(runtime::inputElements(plan, 0, 1), runtime::outputElements(plan, 0, 1));
-    runtime::RunOptions options;
+    runtime::ProcessRunOptions options;
+    options.transport =
+        args.transport == "tcp" ? runtime::ProcessTransport::tcp : runtime::ProcessTransport::shm;
     options.count = runtime::countForBytes(plan, bytes, esz);
     options.type = *type;
     options.op = *op;
     options.iterations = args.iterations;
     options.timeout = std::chrono::milliseconds(static_cast<long>(args.timeoutSeconds * 1000));
-    const auto report = args.transport == "shm" ? runtime::runOnProcesses(plan, options)
-                                                : runtime::runOnThreads(plan, options);
+    const auto report = args.transport == "thread" ? runtime::runOnThreads(plan, options)
+                                                   : runtime::runOnProcesses(plan, options);
     fmt::print("{} '{}' on {} ranks ({} transport): {} per rank, count {}, {} {}: ",
                ir::collectiveName(plan.collective), plan.name, plan.nranks, args.transport,
                formatSize(options.count * perCount * esz), options.count,
                runtime::dataTypeName(*type), runtime::reduceOpName(*op));
     if (report.ok() && !ir::collectiveOf(plan)->hasPostcondition()) {
+      allCorrect = allCorrect && !args.strict;
       fmt::print(
-          "ran, NOT checked: chorus does not know what custom collective '{}' computes "
-          "(register it, or name a known one in the IR's customName), {:.3f} ms\n",
-          plan.customName.empty() ? plan.name : plan.customName, report.seconds * 1e3);
+          "ran, NOT checked: chorus does not know what custom collective '{}' computes; name it "
+          "with --collective NAME (known: {}), {:.3f} ms{}\n",
+          plan.customName.empty() ? plan.name : plan.customName,
+          ir::describeCustomCollectiveNames(), report.seconds * 1e3,
+          args.strict ? " (--strict: fails)" : "");
     } else if (report.ok()) {
       fmt::print("correct ({} elements checked), {:.3f} ms\n", report.checkedElements,
                  report.seconds * 1e3);
@@ -114,11 +128,16 @@ Command addRunCommand(CLI::App& app) {
       ->capture_default_str();
   command
       ->add_option("--transport", args->transport,
-                   "thread (ranks are threads) or shm (processes on this host); tcp: not yet")
+                   "thread (ranks are threads), shm or tcp (forked processes on this host; "
+                   "tcp over loopback)")
       ->capture_default_str();
   command->add_option("--timeout", args->timeoutSeconds, "Seconds before a stuck rank fails")
       ->capture_default_str();
   command->add_option("--iters", args->iterations, "Runs back to back")->capture_default_str();
+  addCollectiveOption(*command, args->collective);
+  command->add_flag("--strict", args->strict,
+                    "Fail (exit 1) when the result is not checked because chorus does not know "
+                    "the custom collective (name it with --collective)");
   return [args]() { return runRun(*args); };
 }
 

@@ -92,8 +92,9 @@ std::vector<RankIdentity> exchangeIdentities(Store& store, std::string_view name
                            formatRanks(ranks), host.first, host.second);
     throw CommError(fmt::format(
         "shm transport: the ranks are not all on one host: {}. Shared memory needs every rank on "
-        "one host; start them all on one machine (ranks on several hosts need the TCP "
-        "transport, which is not available yet)",
+        "one host; start them all on one machine, or use the TCP transport across hosts "
+        "(CHORUS_TRANSPORT=tcp, or auto for shm within a host and tcp between hosts; "
+        "docs/multihost.md)",
         where));
   }
   return identities;
