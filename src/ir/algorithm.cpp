@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <limits>
 #include <string>
 
 namespace chorus::ir {
@@ -66,6 +67,33 @@ std::size_t threadblockCount(const Algorithm& algorithm) {
   for (const auto& rank : algorithm.ranks)
     n += rank.threadblocks.size();
   return n;
+}
+
+std::size_t protocolMessageCap(Protocol protocol) {
+  switch (protocol) {
+    case Protocol::ll:
+      return kLlMessageCap;
+    case Protocol::ll128:
+      return kLl128MessageCap;
+    case Protocol::simple:
+      break;
+  }
+  return std::numeric_limits<std::size_t>::max();
+}
+
+std::size_t chunksPerBlock(const Algorithm& algorithm) {
+  // The loop buffer holds `blocks` blocks of `count` elements.
+  std::size_t blocks = 1;
+  switch (algorithm.collective) {
+    case CollectiveKind::allgather:
+    case CollectiveKind::reducescatter:
+    case CollectiveKind::alltoall:
+      blocks = static_cast<std::size_t>(std::max(algorithm.nranks, 1));
+      break;
+    default:
+      break;
+  }
+  return std::max<std::size_t>(1, static_cast<std::size_t>(algorithm.chunksPerLoop) / blocks);
 }
 
 bool opReceives(OpKind op) {

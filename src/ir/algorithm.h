@@ -3,6 +3,7 @@
 // by the verifier, the writers, the simulator and the runtime. Plain data (STYLE.md rule 3).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,6 +15,15 @@ namespace chorus::ir {
 enum class BufferKind : std::uint8_t { input, output, scratch };
 
 enum class Protocol : std::uint8_t { simple, ll, ll128 };
+
+// The most bytes one message of a plan with `protocol` carries (seed 000 §6.1: LL for
+// latency, Simple for bandwidth): LL 8 KiB, LL128 64 KiB, Simple unbounded (the transport's
+// FIFO slot). Smaller messages start the pipeline sooner and keep a tile in cache between
+// phases; larger ones pay the per-message cost less often. The runtime and the simulator
+// both cut messages at this size.
+inline constexpr std::size_t kLlMessageCap = std::size_t{8} << 10;
+inline constexpr std::size_t kLl128MessageCap = std::size_t{64} << 10;
+std::size_t protocolMessageCap(Protocol protocol);
 
 enum class CollectiveKind : std::uint8_t {
   allreduce,
@@ -104,6 +114,10 @@ std::size_t stepCount(const Algorithm& algorithm);
 std::size_t dependencyCount(const Algorithm& algorithm);
 // Total number of threadblocks over all ranks.
 std::size_t threadblockCount(const Algorithm& algorithm);
+// Chunks per block of a call's `count` elements: the loop buffer holds nranks blocks for
+// AllGather, ReduceScatter and AllToAll and one block otherwise, each cut into this many
+// chunks (at least 1).
+std::size_t chunksPerBlock(const Algorithm& algorithm);
 
 // Per-op facts.
 bool opReceives(OpKind op);  // recv, recvCopySend, recvReduce*

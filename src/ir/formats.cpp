@@ -78,10 +78,11 @@ std::vector<Algorithm> readAlgorithmsFile(const std::string& path) {
   return readAlgorithms(contents.str(), path);
 }
 
-std::string writeAlgorithm(const Algorithm& algorithm, Format format) {
+std::string writeAlgorithm(const Algorithm& algorithm, Format format,
+                           const MscclWriteOptions& xml) {
   switch (format) {
     case Format::xml:
-      return writeMscclXml(algorithm);
+      return writeMscclXml(algorithm, xml);
     case Format::json:
       return writeJson(algorithm);
     case Format::text:

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/algorithm.h"
+#include "ir/msccl_xml.h"
 
 namespace chorus::ir {
 
@@ -24,7 +25,9 @@ std::vector<Algorithm> readAlgorithms(std::string_view text, const std::string& 
 // Reads a file ("-" = standard input) with readAlgorithms; ParseError names the path.
 std::vector<Algorithm> readAlgorithmsFile(const std::string& path);
 
-// Serializes in `format` with default options (XML: executor names, limits checked).
-std::string writeAlgorithm(const Algorithm& algorithm, Format format);
+// Serializes in `format`; `xml` applies to Format::xml only (default: the executor's names
+// and limits, checked).
+std::string writeAlgorithm(const Algorithm& algorithm, Format format,
+                           const MscclWriteOptions& xml = {});
 
 }  // namespace chorus::ir

@@ -473,6 +473,11 @@ std::string limitContext(const Algorithm& algorithm, int rank, int tb) {
 }
 
 void checkLimits(const Algorithm& algorithm, const MscclWriteOptions& options) {
+  if (options.maxStepsPerThreadblock < 1)
+    throw OptionError(
+        fmt::format("the MSCCL steps-per-threadblock limit (--msccl-max-steps, "
+                    "MscclWriteOptions::maxStepsPerThreadblock) must be at least 1, not {}",
+                    options.maxStepsPerThreadblock));
   for (const RankProgram& program : algorithm.ranks) {
     for (const Threadblock& tb : program.threadblocks) {
       if (tb.id > kMaxThreadblockId) {
@@ -492,9 +497,11 @@ void checkLimits(const Algorithm& algorithm, const MscclWriteOptions& options) {
       if (xmlSteps > options.maxStepsPerThreadblock) {
         throw FormatLimitError(fmt::format(
             "{}: {} XML steps (nops for extra dependencies included) exceed the MSCCL runtime "
-            "limit of {} steps per threadblock (MSCCL_MAX_NUM_STEPS, "
-            "MscclWriteOptions::maxStepsPerThreadblock); use more threadblocks or prune "
-            "dependencies",
+            "limit of {} steps per threadblock (MSCCL_MAX_NUM_STEPS); use more threadblocks or "
+            "prune dependencies, or raise the limit with --msccl-max-steps N "
+            "(MscclWriteOptions::maxStepsPerThreadblock) for an MSCCL executor built with "
+            "MSCCL_MAX_NUM_STEPS >= N (its default is 64; the older msccl runtime takes 256), "
+            "or write JSON or text instead",
             limitContext(algorithm, program.rank, tb.id), xmlSteps,
             options.maxStepsPerThreadblock));
       }

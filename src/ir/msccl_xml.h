@@ -15,8 +15,9 @@ struct MscclWriteOptions {
   // true: coll="reduce_scatter" for the old runtime (microsoft/msccl); false: the executor's
   // names ("reducescatter"). A custom collective is always written as coll="custom".
   bool legacyNames = false;
-  // MSCCL_MAX_NUM_STEPS of the target runtime (64 for the executor, 256 for the old runtime);
-  // counts the `nop` steps the writer inserts.
+  // MSCCL_MAX_NUM_STEPS of the target runtime (64 for the executor as built by default, 256
+  // for the old runtime); counts the `nop` steps the writer inserts. The CLI's
+  // --msccl-max-steps. Must be at least 1.
   int maxStepsPerThreadblock = 64;
   // Validate the runtime limits (reference/msccl-ir.md §4) and throw FormatLimitError.
   bool checkLimits = true;

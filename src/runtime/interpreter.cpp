@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstring>
 #include <exception>
-#include <limits>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -27,42 +26,8 @@ int bufferSlot(ir::BufferKind kind) {
   return static_cast<int>(kind);
 }
 
-// How the collective's `count` maps onto chunks: the loop buffer holds `blocks` blocks of
-// `count` elements (nranks for AllGather, ReduceScatter and AllToAll, else 1), and each block
-// is cut into chunksPerLoop / blocks chunks.
-std::size_t blocksPerLoop(const ir::Algorithm& a) {
-  switch (a.collective) {
-    case ir::CollectiveKind::allgather:
-    case ir::CollectiveKind::reducescatter:
-    case ir::CollectiveKind::alltoall:
-      return static_cast<std::size_t>(a.nranks);
-    default:
-      return 1;
-  }
-}
-
-}  // namespace
-
-std::size_t protocolMessageCap(ir::Protocol protocol) {
-  switch (protocol) {
-    case ir::Protocol::ll:
-      return std::size_t{8} << 10;
-    case ir::Protocol::ll128:
-      return std::size_t{64} << 10;
-    case ir::Protocol::simple:
-      break;
-  }
-  return std::numeric_limits<std::size_t>::max();
-}
-
-std::size_t chunksPerBlock(const ir::Algorithm& a) {
-  return std::max<std::size_t>(1, static_cast<std::size_t>(a.chunksPerLoop) / blocksPerLoop(a));
-}
-
-namespace {
-
 std::size_t bufferElements(const ir::Algorithm& a, int chunks, std::size_t count) {
-  return static_cast<std::size_t>(chunks) / chunksPerBlock(a) * count;
+  return static_cast<std::size_t>(chunks) / ir::chunksPerBlock(a) * count;
 }
 
 const char* opText(ir::OpKind op) {
@@ -145,7 +110,7 @@ class RankExecutor {
   // ---- memory ------------------------------------------------------------------------------
   void prepareMemory() {
     mem_.elemSize = dataTypeSize(args_.type);
-    const std::size_t q = chunksPerBlock(a_);
+    const std::size_t q = ir::chunksPerBlock(a_);
     const std::size_t count = args_.count;
     mem_.chunkElems = (count + q - 1) / q;
     const bool divisible = count % q == 0;
@@ -236,7 +201,7 @@ class RankExecutor {
 
   // Copies the user's blocks into padded canonical buffers (block b at b * chunksPerBlock chunks).
   void stageIn(const std::uint8_t* userIn) {
-    const std::size_t q = chunksPerBlock(a_);
+    const std::size_t q = ir::chunksPerBlock(a_);
     const std::size_t blockBytes = args_.count * mem_.elemSize;
     const std::size_t paddedBlockBytes = q * mem_.chunkElems * mem_.elemSize;
     for (auto kind : {ir::BufferKind::input, ir::BufferKind::output}) {
@@ -257,7 +222,7 @@ class RankExecutor {
   }
 
   void stageOut() {
-    const std::size_t q = chunksPerBlock(a_);
+    const std::size_t q = ir::chunksPerBlock(a_);
     const std::size_t blockBytes = args_.count * mem_.elemSize;
     const std::size_t paddedBlockBytes = q * mem_.chunkElems * mem_.elemSize;
     auto* userOut = static_cast<std::uint8_t*>(args_.output);
@@ -309,7 +274,7 @@ class RankExecutor {
     iterations_ = (mem_.chunkElems + tileElems_ - 1) / tileElems_;
   }
 
-  std::size_t messageCap() const { return protocolMessageCap(a_.protocol); }
+  std::size_t messageCap() const { return ir::protocolMessageCap(a_.protocol); }
 
   void derivePlanFacts() {
     PlanFacts& f = *facts_;

@@ -67,16 +67,6 @@ struct ExecOptions {
 
 inline constexpr std::size_t kParallelCallBytes = std::size_t{1} << 20;
 
-// The most bytes one message of a plan with `protocol` carries (seed 000 §6.1: LL for
-// latency, Simple for bandwidth): LL 8 KiB, LL128 64 KiB, Simple unbounded (the FIFO slot).
-// Smaller messages start the pipeline sooner and keep a tile in cache between phases; larger
-// ones pay the per-message cost less often.
-std::size_t protocolMessageCap(ir::Protocol protocol);
-
-// Chunks per block of `count` elements: the loop buffer holds nranks blocks for AllGather,
-// ReduceScatter and AllToAll and one block otherwise, each cut into this many chunks.
-std::size_t chunksPerBlock(const ir::Algorithm& algorithm);
-
 // Elements the input/output buffer of `rank` must hold for `count` (see CollectiveArgs).
 std::size_t inputElements(const ir::Algorithm& algorithm, int rank, std::size_t count);
 std::size_t outputElements(const ir::Algorithm& algorithm, int rank, std::size_t count);

@@ -31,7 +31,6 @@
 #include <unordered_map>
 
 #include "perf/collective.h"
-#include "runtime/interpreter.h"
 #include "support/error.h"
 
 namespace chorus::sim {
@@ -224,7 +223,7 @@ class Simulation {
     if (const auto collective = benchCollective(a_.collective))
       count = perf::shapeFor(*collective, options_.bytes, elem, a_.nranks).count;
     count = std::max<std::size_t>(count, 1);
-    const std::size_t q = runtime::chunksPerBlock(a_);
+    const std::size_t q = ir::chunksPerBlock(a_);
     chunkElems_ = (count + q - 1) / q;
     chunkBytes_ = chunkElems_ * elem;
     std::size_t maxCount = 1;
@@ -234,8 +233,7 @@ class Simulation {
           if (ir::opSends(s.op) || ir::opReceives(s.op))
             maxCount = std::max<std::size_t>(maxCount, static_cast<std::size_t>(s.count));
     if (options_.tiling) {
-      const std::size_t slot =
-          std::min(options_.slotBytes, runtime::protocolMessageCap(a_.protocol));
+      const std::size_t slot = std::min(options_.slotBytes, ir::protocolMessageCap(a_.protocol));
       tileElems_ = std::max<std::size_t>(1, slot / (maxCount * elem));
       tileElems_ = std::min(tileElems_, chunkElems_);
     } else {

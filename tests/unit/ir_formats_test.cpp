@@ -680,6 +680,25 @@ TEST(MscclXmlLimits, TooManyStepsPerThreadblockCountingNops) {
   EXPECT_THAT(limitErrorOf(a), HasSubstr("rank 0 tb 0: 65 XML steps"));
 }
 
+TEST(MscclXmlLimits, StepLimitIsAWriterOptionAndItsErrorSaysHowToRaiseIt) {
+  const std::string error = limitErrorOf(makeLinear(65));
+  EXPECT_THAT(error, HasSubstr("raise the limit with --msccl-max-steps N"));
+  EXPECT_THAT(error, HasSubstr("built with MSCCL_MAX_NUM_STEPS >= N"));
+  EXPECT_THAT(error, HasSubstr("the older msccl runtime takes 256"));
+  const MscclWriteOptions oldRuntime{.maxStepsPerThreadblock = 256};
+  EXPECT_NO_THROW(writeMscclXml(makeLinear(256), oldRuntime));
+  EXPECT_THAT(limitErrorOf(makeLinear(257), oldRuntime),
+              HasSubstr("257 XML steps (nops for extra dependencies included) exceed the MSCCL "
+                        "runtime limit of 256 steps per threadblock"));
+  EXPECT_THAT(limitErrorOf(makeLinear(11), {.maxStepsPerThreadblock = 10}),
+              HasSubstr("limit of 10 steps"));
+  // Format dispatch passes the option through, and other formats have no such limit.
+  EXPECT_THROW(writeAlgorithm(makeLinear(65), Format::xml), FormatLimitError);
+  EXPECT_NO_THROW(writeAlgorithm(makeLinear(65), Format::xml, oldRuntime));
+  EXPECT_NO_THROW(writeAlgorithm(makeLinear(300), Format::json));
+  EXPECT_THROW(writeMscclXml(makeLinear(1), {.maxStepsPerThreadblock = 0}), OptionError);
+}
+
 TEST(MscclXmlLimits, CountOffsetChannelAndDependee) {
   Algorithm cnt = makeLinear(3);
   cnt.ranks[0].threadblocks[0].steps[2].count = 72;

@@ -17,6 +17,7 @@
 #include "compiler/pipeline.h"
 #include "ir/dot_format.h"
 #include "ir/formats.h"
+#include "msccl_options.h"
 #include "shape_options.h"
 #include "support/error.h"
 
@@ -35,6 +36,7 @@ struct CompileArgs {
   bool noVerify = false;
   bool stats = false;
   std::string dagDot;
+  ir::MscclWriteOptions xml;
 };
 
 ir::Format formatFromName(const std::string& name) {
@@ -98,7 +100,7 @@ ExitCode runCompile(const CompileArgs& args) {
   algorithms::requirePostcondition(*program, request.algorithm);
   const compiler::CompileResult result = compiler::compileProgram(program->dag(), options);
   if (args.stats) printStats(*program, result);
-  writeTextOutput(args.output, ir::writeAlgorithm(result.algorithm, format));
+  writeTextOutput(args.output, ir::writeAlgorithm(result.algorithm, format, args.xml));
   return ExitCode::ok;
 }
 
@@ -119,6 +121,7 @@ Command addCompileCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_option("-o,--output", args->output, "Output file ('-' = standard output)")
       ->capture_default_str();
+  addMscclWriteOptions(*command, args->xml);
   command
       ->add_option("--disable-pass", args->disabledPasses,
                    fmt::format("Skip a compiler pass by name (repeatable): {}",

@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "ir/formats.h"
+#include "msccl_options.h"
 #include "support/error.h"
 #include "synth/link_matrix.h"
 #include "synth/tree_allreduce.h"
@@ -53,6 +54,7 @@ struct TreesArgs {
   bool noPcieRule = false;
   bool backtrack = false;
   bool json = false;
+  ir::MscclWriteOptions xml;
 };
 
 // A weight for the text report: 6 significant digits, so 1/n sums print as 49, not 48.99999...
@@ -142,7 +144,7 @@ std::vector<std::string> emitPrograms(const synth::TreeSet& set, const TreesArgs
   for (const auto& [file, program] : programs) {
     const ir::Algorithm algorithm = synth::compileTreeProgram(*program);
     const std::string path = (std::filesystem::path(args.emitDir) / file).string();
-    writeTextOutput(path, ir::writeAlgorithm(algorithm, ir::Format::xml));
+    writeTextOutput(path, ir::writeAlgorithm(algorithm, ir::Format::xml, args.xml));
     written.push_back(path);
   }
   return written;
@@ -285,6 +287,7 @@ Command addSynthTreesCommand(CLI::App& synth) {
       ->add_option("--emit", args->emitDir,
                    "Write the single-tree and multi-tree AllReduce as MSCCL XML into DIR")
       ->type_name("DIR");
+  addMscclWriteOptions(*command, args->xml);
   command
       ->add_option("--pipeline", args->pipeline,
                    "Pieces per tree slice in the emitted programs (each its own message)")

@@ -37,6 +37,7 @@
 #include "compiler/pipeline.h"
 #include "host_timing.h"
 #include "ir/formats.h"
+#include "msccl_options.h"
 #include "perf/progress.h"
 #include "sim/simulator.h"
 #include "support/error.h"
@@ -76,6 +77,7 @@ struct ReductionArgs {
   int run = 0;          // programs to measure on this host
   double budget = 0.2;  // seconds of timed calls per measured program
   bool quiet = false;
+  ir::MscclWriteOptions xml;  // for --emit
 };
 
 // One simulated program of one placement.
@@ -435,7 +437,7 @@ ExitCode runReduction(const ReductionArgs& given) {
       const ir::Algorithm algorithm = compileLowered(
           c, c.programs[static_cast<std::size_t>(s.program)], name, s.instances, /*verify=*/true);
       const std::string path = (std::filesystem::path(args.emit) / (name + ".xml")).string();
-      writeTextOutput(path, ir::writeAlgorithm(algorithm, ir::Format::xml));
+      writeTextOutput(path, ir::writeAlgorithm(algorithm, ir::Format::xml, args.xml));
       fmt::print(out, "wrote {} ({}, {})\n", path, s.text, seconds(s.seconds));
     }
   }
@@ -490,6 +492,7 @@ Command addSynthReductionCommand(CLI::App& synth) {
       ->capture_default_str();
   command->add_option("--emit", args->emit,
                       "Write the --top fastest programs as MSCCL XML into this directory");
+  addMscclWriteOptions(*command, args->xml);
   CLI::Option* json =
       command
           ->add_option("--json", args->json,
