@@ -131,12 +131,27 @@ ir::Algorithm verifyResult(ir::Algorithm algorithm, const CompileOptions& option
   v.fifoSlots = options.fifoSlots;
   v.collective = collective;
   const auto report = verify::verifyAlgorithm(algorithm, v);
-  if (!report.ok())
+  if (report.ok()) return algorithm;
+  const bool onlyWritesInput = std::all_of(
+      report.findings.begin(), report.findings.end(),
+      [](const verify::Finding& f) { return f.kind == verify::FindingKind::writesInput; });
+  if (!onlyWritesInput)
     throw CompileError(
         fmt::format("the compiled '{}' failed verification (a chorus bug unless manual channels or "
                     "threadblocks forced it):\n{}",
                     algorithm.name, report.describe()));
-  return algorithm;
+  // Writing the input is the program's doing, not the compiler's: say how to fix the program.
+  const bool fusionOff = std::find(options.disabledPasses.begin(), options.disabledPasses.end(),
+                                   "fuse-instructions") != options.disabledPasses.end();
+  throw CompileError(fmt::format(
+      "the program '{}' writes its input buffer, but its collective is out-of-place; reduce into "
+      "the output or scratch buffer instead, or declare the collective in-place{}:\n{}",
+      algorithm.name,
+      fusionOff ? " (with fuse-instructions enabled, a receive-reduce into the input followed by "
+                  "a copy out becomes one recvReduceCopy that leaves the input alone: drop "
+                  "--disable-pass fuse-instructions)"
+                : "",
+      report.describe()));
 }
 
 }  // namespace

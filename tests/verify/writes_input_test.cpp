@@ -18,6 +18,7 @@ using ::testing::HasSubstr;
 using testing::makeAlgorithm;
 using testing::makeStep;
 using testing::makeTb;
+using ::testing::Not;
 using testing::onChunk;
 
 // 2-rank AllReduce: each rank sends input[0], reduces the peer's chunk into its own input[0]
@@ -154,6 +155,32 @@ TEST(VerifyWritesInput, CompilingADslProgramThatWritesItsInputFails) {
     EXPECT_THAT(error.what(), HasSubstr("writes-input: rank 0 tb "));
     EXPECT_THAT(error.what(), HasSubstr("writes input[0] of rank 0, but this allreduce is "
                                         "out-of-place"));
+    EXPECT_THAT(error.what(), HasSubstr("the program 'accumulate_in_input' writes its input "
+                                        "buffer, but its collective is out-of-place"));
+    EXPECT_THAT(error.what(), Not(HasSubstr("chorus bug")));
+  }
+}
+
+// The ring ReduceScatter of seed 000 reduces in the input and copies the sum out; fusion turns
+// the last receive-reduce and the copy into one recvReduceCopy into the output, so the input is
+// left alone only with fusion on. Without it the error says so.
+TEST(VerifyWritesInput, RingReduceInInputNeedsFusionAndTheErrorSaysSo) {
+  lang::Program p("ring_rs", lang::reduceScatter(2, 1, false));
+  for (int owner = 0; owner < 2; ++owner) {
+    const int other = 1 - owner;
+    p.chunk(owner, lang::Buffer::input, owner).reduce(p.chunk(other, lang::Buffer::input, owner));
+    p.chunk(owner, lang::Buffer::input, owner).copy(owner, lang::Buffer::output, 0);
+  }
+  EXPECT_NO_THROW(compiler::compileProgram(p.dag()));
+  compiler::CompileOptions noFusion;
+  noFusion.disabledPasses = {"fuse-instructions"};
+  try {
+    compiler::compileProgram(p.dag(), noFusion);
+    FAIL() << "compiled a ring that reduces in its input without fusion";
+  } catch (const CompileError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("the program 'ring_rs' writes its input buffer"));
+    EXPECT_THAT(error.what(), HasSubstr("drop --disable-pass fuse-instructions"));
+    EXPECT_THAT(error.what(), HasSubstr("writes-input: rank 0 tb "));
   }
 }
 
