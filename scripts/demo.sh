@@ -6,8 +6,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/install_deps.sh
 # The same configuration as test.sh's first stage, so the two scripts share build/ as is.
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHORUS_WERROR=ON
-cmake --build build --target chorus
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHORUS_WERROR=ON -DCHORUS_PYTHON=ON
+cmake --build build --target chorus chorus_python
 
 chorus=build/chorus
 shape=(--nodes 2 --gpus-per-node 3)

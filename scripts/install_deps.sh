@@ -11,6 +11,7 @@ packages=(
   openmpi-bin libopenmpi-dev libgloo-dev
   libhwloc-dev pkg-config
   iproute2 procps
+  python3-dev pybind11-dev python3-torch libtorch-dev
 )
 
 missing=()

@@ -41,10 +41,11 @@ print_failures() {
   done
 }
 
-# build/ is configured exactly as demo.sh configures it (Release, -O3, -Werror), so running
-# the README's two commands in order reuses the demo's build instead of meeting its settings.
+# build/ is configured exactly as demo.sh configures it (Release, -O3, -Werror, the Python
+# package), so running the README's two commands in order reuses the demo's build instead of
+# meeting its settings.
 build_and_test() {
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHORUS_WERROR=ON &&
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHORUS_WERROR=ON -DCHORUS_PYTHON=ON &&
     cmake --build build &&
     (cd build && ctest --output-on-failure -j2 -LE soak)
 }

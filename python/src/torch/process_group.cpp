@@ -1,0 +1,646 @@
+// ProcessGroupChorus: argument checks on the caller's thread, staging of tensors chorus cannot
+// use in place (non-contiguous, int16), and one OrderedExecutor task per call.
+#include "torch/process_group.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+#include <ATen/ATen.h>
+#include <ATen/core/ivalue.h>
+#include <fmt/format.h>
+
+#include "api/comm_config.h"
+#include "api/comm_factory.h"
+#include "torch/c10d_store.h"
+#include "torch/tensor_types.h"
+#include "transport/store.h"
+
+namespace chorus::torch_backend {
+
+namespace {
+
+using Ticket = api::OrderedExecutor::Ticket;
+
+// The torch.distributed name of a call, for error messages.
+const char* callName(c10d::OpType opType) {
+  switch (opType) {
+    case c10d::OpType::BROADCAST:
+      return "broadcast";
+    case c10d::OpType::ALLREDUCE:
+      return "all_reduce";
+    case c10d::OpType::ALLREDUCE_COALESCED:
+      return "all_reduce_coalesced";
+    case c10d::OpType::REDUCE:
+      return "reduce";
+    case c10d::OpType::ALLGATHER:
+      return "all_gather";
+    case c10d::OpType::_ALLGATHER_BASE:
+      return "all_gather_into_tensor";
+    case c10d::OpType::GATHER:
+      return "gather";
+    case c10d::OpType::SCATTER:
+      return "scatter";
+    case c10d::OpType::REDUCE_SCATTER:
+      return "reduce_scatter";
+    case c10d::OpType::_REDUCE_SCATTER_BASE:
+      return "reduce_scatter_tensor";
+    case c10d::OpType::ALLTOALL_BASE:
+      return "all_to_all_single";
+    case c10d::OpType::ALLTOALL:
+      return "all_to_all";
+    case c10d::OpType::SEND:
+      return "send";
+    case c10d::OpType::RECV:
+      return "recv";
+    case c10d::OpType::BARRIER:
+      return "barrier";
+    default:
+      return "call";
+  }
+}
+
+// A Work whose completion is its executor task's: wait() runs queued calls on the waiting thread
+// when nobody else is, and rethrows the call's error.
+class ChorusWork : public c10d::Work {
+ public:
+  ChorusWork(std::shared_ptr<api::OrderedExecutor> executor, int rank, c10d::OpType opType,
+             std::vector<at::Tensor> outputs)
+      : Work(rank, opType),
+        executor_(std::move(executor)),
+        outputs_(std::move(outputs)),
+        future_(c10::make_intrusive<c10::ivalue::Future>(
+            c10::ListType::create(c10::TensorType::get()))) {}
+
+  void setTicket(Ticket ticket) { ticket_ = ticket; }
+
+  bool isCompleted() override { return executor_->poll(ticket_); }
+
+  bool wait(std::chrono::milliseconds timeout) override {
+    const bool settled =
+        executor_->wait(ticket_, timeout == kNoTimeout ? std::nullopt : std::optional(timeout));
+    TORCH_CHECK(settled, "chorus: ", callName(opType_), " did not complete within ",
+                timeout.count(),
+                " ms (the timeout given to wait()); it is still queued or running");
+    std::lock_guard lock(mutex_);
+    if (exception_) std::rethrow_exception(exception_);
+    return true;
+  }
+
+  void synchronize() override {}  // CPU only: nothing runs on a device stream
+
+  std::vector<at::Tensor> result() override { return outputs_; }
+
+  // Whoever takes the future waits on it, not on this Work: start the call now.
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    executor_->poll(ticket_);
+    return future_;
+  }
+
+  // Called by the executor once the call ran; `error` is null on success. A chorus error becomes
+  // the RuntimeError that wait() raises: the call, this rank, and chorus's message (which names
+  // the failed peer, the collective and its sequence number).
+  void settle(std::exception_ptr error) {
+    if (error) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const UserError& chorusError) {
+        error = std::make_exception_ptr(std::runtime_error(fmt::format(
+            "chorus: {} failed on rank {}: {}", callName(opType_), rank_, chorusError.what())));
+      } catch (...) {
+      }
+    }
+    finish(error);
+    if (error)
+      future_->setError(error);
+    else
+      future_->markCompleted(c10::IValue(outputs_));
+  }
+
+ private:
+  std::shared_ptr<api::OrderedExecutor> executor_;
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  Ticket ticket_ = 0;
+};
+
+// The communicator of a group: rank 0 draws a name for the shared-memory segments and publishes
+// it through the group's store. Joining ranks count themselves on the store, so a group that is
+// destroyed and made again on the same store (same prefix) meets under a fresh namespace.
+Communicator connect(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                     std::chrono::milliseconds timeout) {
+  TORCH_CHECK(store, "chorus: the process group needs a store; torch.distributed passes one");
+  CommConfig config;
+  if (std::getenv("CHORUS_TIMEOUT") == nullptr && timeout.count() > 0) config.timeout = timeout;
+  const auto resolved = api::resolveConfig(config, api::InitKind::perProcess);
+  auto base = std::make_shared<C10dStore>(store);
+  const std::int64_t joined = base->add("chorus/joined", 1);
+  const std::int64_t generation = (joined - 1) / size;
+  auto chorusStore =
+      std::make_shared<transport::PrefixStore>(base, fmt::format("chorus/{}", generation));
+  std::string name;
+  if (rank == 0) {
+    std::random_device random;
+    const std::uint64_t nonce = (std::uint64_t{random()} << 32) ^ random();
+    name = fmt::format("chorus-t{:016x}", nonce);
+    chorusStore->set("name", transport::toBytes(name));
+  } else {
+    name = transport::toString(chorusStore->get("name", resolved.timeout));
+  }
+  auto plans = api::selectPlans(size, resolved);
+  return api::makeProcessCommunicator(chorusStore, name, rank, size, resolved, std::move(plans));
+}
+
+const at::Tensor& singleTensor(const std::vector<at::Tensor>& tensors, const char* call) {
+  TORCH_CHECK(tensors.size() == 1, "chorus: ", call, " takes exactly one tensor per rank (got ",
+              tensors.size(), "); the chorus backend runs one CPU tensor per process");
+  checkCpuDense(tensors[0], call, "the tensor");
+  return tensors[0];
+}
+
+std::size_t bytesOf(const at::Tensor& tensor) {
+  return static_cast<std::size_t>(tensor.numel()) * tensor.element_size();
+}
+
+// The tensor chorus reads and writes for `user`: `user` itself when it is contiguous and of the
+// dtype chorus runs, else a contiguous tensor of `dtype` (default: the user's dtype).
+at::Tensor stagingFor(const at::Tensor& user, c10::optional<at::ScalarType> dtype = c10::nullopt) {
+  if (user.is_contiguous() && (!dtype || *dtype == user.scalar_type())) return user;
+  return at::empty(user.sizes(), user.options().dtype(dtype.value_or(user.scalar_type())));
+}
+
+void copyIn(const at::Tensor& staging, const at::Tensor& user) {
+  if (!staging.is_same(user)) staging.copy_(user);
+}
+
+void copyOut(const at::Tensor& user, const at::Tensor& staging) {
+  if (!staging.is_same(user)) user.copy_(staging);
+}
+
+void checkSameKind(const at::Tensor& tensor, const at::Tensor& reference, const char* call,
+                   const char* what) {
+  checkCpuDense(tensor, call, what);
+  TORCH_CHECK(tensor.scalar_type() == reference.scalar_type(), "chorus: ", call, ": ", what,
+              " has dtype ", tensor.scalar_type(), " but the input has ", reference.scalar_type(),
+              "; every tensor of the call must have the same dtype");
+}
+
+void checkList(const std::vector<at::Tensor>& list, const at::Tensor& reference, int size,
+               const char* call, const char* what) {
+  TORCH_CHECK(static_cast<int>(list.size()) == size, "chorus: ", call, ": the ", what, " list has ",
+              list.size(), " tensors; it needs one per rank (", size, ")");
+  for (const auto& tensor : list) {
+    checkSameKind(tensor, reference, call, what);
+    TORCH_CHECK(tensor.numel() == reference.numel(), "chorus: ", call, ": a tensor of the ", what,
+                " list has ", tensor.numel(), " elements but the other side has ",
+                reference.numel(), "; they must match");
+  }
+}
+
+// Splits of a dim-0 all-to-all: the given ones, or equal ones when none are given.
+std::vector<int64_t> splitsOf(const std::vector<int64_t>& given, const at::Tensor& tensor, int size,
+                              const char* side) {
+  const int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
+  if (given.empty()) {
+    TORCH_CHECK(rows % size == 0, "chorus: all_to_all_single: the ", side, " has ", rows,
+                " rows, which ", size, " ranks cannot split equally; pass ", side, "_split_sizes");
+    return std::vector<int64_t>(size, rows / size);
+  }
+  TORCH_CHECK(static_cast<int>(given.size()) == size, "chorus: all_to_all_single: ", side,
+              "_split_sizes has ", given.size(), " entries; it needs one per rank (", size, ")");
+  const int64_t total = std::accumulate(given.begin(), given.end(), int64_t{0});
+  TORCH_CHECK(total == rows, "chorus: all_to_all_single: ", side, "_split_sizes add up to ", total,
+              " but the ", side, " has ", rows, " rows");
+  for (const int64_t split : given)
+    TORCH_CHECK(split >= 0, "chorus: all_to_all_single: ", side, "_split_sizes has ", split);
+  return given;
+}
+
+}  // namespace
+
+ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                       int size, std::chrono::milliseconds timeout)
+    : ProcessGroup(rank, size),
+      comm_(connect(store, rank, size, timeout)),
+      executor_(std::make_shared<api::OrderedExecutor>()) {
+  init();
+}
+
+ProcessGroupChorus::~ProcessGroupChorus() {
+  executor_->drain();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::submit(c10d::OpType opType, Kind kind,
+                                                          std::vector<at::Tensor> outputs,
+                                                          std::function<void()> run,
+                                                          std::function<void()> onSuccess) {
+  auto work = c10::make_intrusive<ChorusWork>(executor_, rank_, opType, std::move(outputs));
+  api::OrderedExecutor::Task task;
+  task.kind = kind;
+  task.run = std::move(run);
+  task.settle = [work, onSuccess = std::move(onSuccess)](std::exception_ptr error) {
+    if (!error && onSuccess) {
+      try {
+        onSuccess();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    work->settle(error);
+  };
+  work->setTicket(executor_->submit(std::move(task)));
+  return work;
+}
+
+void ProcessGroupChorus::checkPeer(int peer, const char* call, const char* argument) const {
+  TORCH_CHECK(peer >= 0 && peer < size_, "chorus: ", call, ": ", argument, " is ", peer,
+              "; it must be a rank of the group, 0 to ", size_ - 1);
+}
+
+PlanInfo ProcessGroupChorus::lastPlan() {
+  executor_->drain();
+  return comm_.lastPlan();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::broadcast(std::vector<at::Tensor>& tensors,
+                                                             const c10d::BroadcastOptions& opts) {
+  const at::Tensor tensor = singleTensor(tensors, "broadcast");
+  checkPeer(static_cast<int>(opts.rootRank), "broadcast", "src");
+  TORCH_CHECK(opts.rootTensor == 0, "chorus: broadcast: root tensor ", opts.rootTensor,
+              " does not exist; chorus runs one tensor per rank");
+  const int root = static_cast<int>(opts.rootRank);
+  const at::Tensor staging = stagingFor(tensor);
+  return submit(
+      c10d::OpType::BROADCAST, Kind::collective, {tensor},
+      [this, tensor, staging, root] {
+        if (rank_ == root) copyIn(staging, tensor);
+        comm_.broadcast(staging.data_ptr(), staging.data_ptr(), bytesOf(staging), DataType::uint8,
+                        root);
+      },
+      [tensor, staging] { copyOut(tensor, staging); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allreduce(std::vector<at::Tensor>& tensors,
+                                                             const c10d::AllreduceOptions& opts) {
+  const at::Tensor tensor = singleTensor(tensors, "all_reduce");
+  const ReductionType reduction =
+      reductionTypeOf(tensor.scalar_type(), opts.reduceOp, "all_reduce");
+  const at::Tensor staging = stagingFor(tensor, reduction.stagingDtype);
+  return submit(
+      c10d::OpType::ALLREDUCE, Kind::collective, {tensor},
+      [this, tensor, staging, reduction] {
+        copyIn(staging, tensor);
+        comm_.allReduce(staging.data_ptr(), staging.data_ptr(),
+                        staging.numel() * reduction.elementsPerItem, reduction.type, reduction.op);
+      },
+      [tensor, staging] { copyOut(tensor, staging); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  TORCH_CHECK(!tensors.empty(), "chorus: all_reduce_coalesced got no tensors");
+  std::vector<at::Tensor> stagings;
+  std::vector<ReductionType> reductions;
+  for (const auto& tensor : tensors) {
+    checkCpuDense(tensor, "all_reduce_coalesced", "a tensor");
+    reductions.push_back(
+        reductionTypeOf(tensor.scalar_type(), opts.reduceOp, "all_reduce_coalesced"));
+    stagings.push_back(stagingFor(tensor, reductions.back().stagingDtype));
+  }
+  return submit(
+      c10d::OpType::ALLREDUCE_COALESCED, Kind::collective, tensors,
+      [this, tensors, stagings, reductions] {
+        for (std::size_t i = 0; i < tensors.size(); ++i) {
+          copyIn(stagings[i], tensors[i]);
+          comm_.allReduce(stagings[i].data_ptr(), stagings[i].data_ptr(),
+                          stagings[i].numel() * reductions[i].elementsPerItem, reductions[i].type,
+                          reductions[i].op);
+        }
+      },
+      [tensors, stagings] {
+        for (std::size_t i = 0; i < tensors.size(); ++i)
+          copyOut(tensors[i], stagings[i]);
+      });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce(std::vector<at::Tensor>& tensors,
+                                                          const c10d::ReduceOptions& opts) {
+  const at::Tensor tensor = singleTensor(tensors, "reduce");
+  checkPeer(static_cast<int>(opts.rootRank), "reduce", "dst");
+  TORCH_CHECK(opts.rootTensor == 0, "chorus: reduce: root tensor ", opts.rootTensor,
+              " does not exist; chorus runs one tensor per rank");
+  const int root = static_cast<int>(opts.rootRank);
+  const ReductionType reduction = reductionTypeOf(tensor.scalar_type(), opts.reduceOp, "reduce");
+  const at::Tensor staging = stagingFor(tensor, reduction.stagingDtype);
+  return submit(
+      c10d::OpType::REDUCE, Kind::collective, {tensor},
+      [this, tensor, staging, reduction, root] {
+        copyIn(staging, tensor);
+        // Only the root's tensor receives the result; the others' are left unchanged.
+        comm_.reduce(staging.data_ptr(), rank_ == root ? staging.data_ptr() : nullptr,
+                     staging.numel() * reduction.elementsPerItem, reduction.type, reduction.op,
+                     root);
+      },
+      [this, tensor, staging, root] {
+        if (rank_ == root) copyOut(tensor, staging);
+      });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather(
+    std::vector<std::vector<at::Tensor>>& outputTensors, std::vector<at::Tensor>& inputTensors,
+    const c10d::AllgatherOptions& /*opts*/) {
+  const at::Tensor input = singleTensor(inputTensors, "all_gather");
+  TORCH_CHECK(outputTensors.size() == 1, "chorus: all_gather takes one output list per rank (got ",
+              outputTensors.size(), ")");
+  const std::vector<at::Tensor> outputs = outputTensors[0];
+  checkList(outputs, input, size_, "all_gather", "output");
+  const int64_t n = input.numel();
+  return submit(c10d::OpType::ALLGATHER, Kind::collective, outputs, [this, input, outputs, n] {
+    const at::Tensor flat = at::empty({size_ * n}, input.options());
+    const at::Tensor in = input.contiguous();
+    comm_.allGather(in.data_ptr(), flat.data_ptr(), bytesOf(in), DataType::uint8);
+    for (int r = 0; r < size_; ++r)
+      outputs[r].copy_(flat.narrow(0, r * n, n).view(outputs[r].sizes()));
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_allgather_base(
+    at::Tensor& outputBuffer, at::Tensor& inputBuffer, const c10d::AllgatherOptions& /*opts*/) {
+  const char* call = "all_gather_into_tensor";
+  checkCpuDense(inputBuffer, call, "the input");
+  checkSameKind(outputBuffer, inputBuffer, call, "the output");
+  TORCH_CHECK(outputBuffer.numel() == size_ * inputBuffer.numel(), "chorus: ", call,
+              ": the output has ", outputBuffer.numel(), " elements; it needs ", size_,
+              " (ranks) x ", inputBuffer.numel(), " (the input's)");
+  const at::Tensor output = outputBuffer;
+  const at::Tensor input = inputBuffer;
+  const at::Tensor staging = stagingFor(output);
+  return submit(
+      c10d::OpType::_ALLGATHER_BASE, Kind::collective, {output},
+      [this, input, staging] {
+        const at::Tensor in = input.contiguous();
+        comm_.allGather(in.data_ptr(), staging.data_ptr(), bytesOf(in), DataType::uint8);
+      },
+      [output, staging] { copyOut(output, staging); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::gather(
+    std::vector<std::vector<at::Tensor>>& outputTensors, std::vector<at::Tensor>& inputTensors,
+    const c10d::GatherOptions& opts) {
+  const at::Tensor input = singleTensor(inputTensors, "gather");
+  checkPeer(static_cast<int>(opts.rootRank), "gather", "dst");
+  const int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> outputs;
+  if (rank_ == root) {
+    TORCH_CHECK(outputTensors.size() == 1, "chorus: gather: the root takes one gather_list");
+    outputs = outputTensors[0];
+    checkList(outputs, input, size_, "gather", "gather_list");
+  } else {
+    TORCH_CHECK(outputTensors.empty() || outputTensors[0].empty(),
+                "chorus: gather: only the destination rank passes a gather_list");
+  }
+  return submit(c10d::OpType::GATHER, Kind::collective, outputs, [this, input, outputs, root] {
+    const at::Tensor in = input.contiguous();
+    if (rank_ != root) {
+      comm_.send(in.data_ptr(), bytesOf(in), DataType::uint8, root);
+      return;
+    }
+    std::vector<at::Tensor> stagings;
+    groupStart();
+    for (int r = 0; r < size_; ++r) {
+      stagings.push_back(stagingFor(outputs[r]));
+      if (r != rank_) comm_.recv(stagings[r].data_ptr(), bytesOf(stagings[r]), DataType::uint8, r);
+    }
+    groupEnd();
+    for (int r = 0; r < size_; ++r)
+      outputs[r].copy_(r == rank_ ? in.view(outputs[r].sizes()) : stagings[r]);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::scatter(
+    std::vector<at::Tensor>& outputTensors, std::vector<std::vector<at::Tensor>>& inputTensors,
+    const c10d::ScatterOptions& opts) {
+  const at::Tensor output = singleTensor(outputTensors, "scatter");
+  checkPeer(static_cast<int>(opts.rootRank), "scatter", "src");
+  const int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> inputs;
+  if (rank_ == root) {
+    TORCH_CHECK(inputTensors.size() == 1, "chorus: scatter: the root takes one scatter_list");
+    inputs = inputTensors[0];
+    checkList(inputs, output, size_, "scatter", "scatter_list");
+  } else {
+    TORCH_CHECK(inputTensors.empty() || inputTensors[0].empty(),
+                "chorus: scatter: only the source rank passes a scatter_list");
+  }
+  const at::Tensor staging = stagingFor(output);
+  return submit(
+      c10d::OpType::SCATTER, Kind::collective, {output},
+      [this, inputs, staging, root] {
+        if (rank_ != root) {
+          comm_.recv(staging.data_ptr(), bytesOf(staging), DataType::uint8, root);
+          return;
+        }
+        std::vector<at::Tensor> contiguous;
+        groupStart();
+        for (int r = 0; r < size_; ++r) {
+          contiguous.push_back(inputs[r].contiguous());
+          if (r != rank_)
+            comm_.send(contiguous[r].data_ptr(), bytesOf(contiguous[r]), DataType::uint8, r);
+        }
+        groupEnd();
+        staging.copy_(contiguous[rank_].view(staging.sizes()));
+      },
+      [output, staging] { copyOut(output, staging); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce_scatter(
+    std::vector<at::Tensor>& outputTensors, std::vector<std::vector<at::Tensor>>& inputTensors,
+    const c10d::ReduceScatterOptions& opts) {
+  const at::Tensor output = singleTensor(outputTensors, "reduce_scatter");
+  TORCH_CHECK(inputTensors.size() == 1,
+              "chorus: reduce_scatter takes one input list per rank (got ", inputTensors.size(),
+              ")");
+  const std::vector<at::Tensor> inputs = inputTensors[0];
+  checkList(inputs, output, size_, "reduce_scatter", "input");
+  const ReductionType reduction =
+      reductionTypeOf(output.scalar_type(), opts.reduceOp, "reduce_scatter");
+  const at::Tensor staging = stagingFor(output, reduction.stagingDtype);
+  return submit(
+      c10d::OpType::REDUCE_SCATTER, Kind::collective, {output},
+      [this, inputs, staging, reduction] {
+        const int64_t n = staging.numel();
+        const at::Tensor flat = at::empty({size_ * n}, staging.options());
+        for (int r = 0; r < size_; ++r)
+          flat.narrow(0, r * n, n).copy_(inputs[r].reshape({n}));
+        comm_.reduceScatter(flat.data_ptr(), staging.data_ptr(), n * reduction.elementsPerItem,
+                            reduction.type, reduction.op);
+      },
+      [output, staging] { copyOut(output, staging); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_reduce_scatter_base(
+    at::Tensor& outputTensor, at::Tensor& inputTensor, const c10d::ReduceScatterOptions& opts) {
+  const char* call = "reduce_scatter_tensor";
+  checkCpuDense(inputTensor, call, "the input");
+  checkSameKind(outputTensor, inputTensor, call, "the output");
+  TORCH_CHECK(inputTensor.numel() == size_ * outputTensor.numel(), "chorus: ", call,
+              ": the input has ", inputTensor.numel(), " elements; it needs ", size_, " (ranks) x ",
+              outputTensor.numel(), " (the output's)");
+  const ReductionType reduction = reductionTypeOf(outputTensor.scalar_type(), opts.reduceOp, call);
+  const at::Tensor output = outputTensor;
+  const at::Tensor input = inputTensor;
+  const at::Tensor outStaging = stagingFor(output, reduction.stagingDtype);
+  const at::Tensor inStaging = stagingFor(input, reduction.stagingDtype);
+  return submit(
+      c10d::OpType::_REDUCE_SCATTER_BASE, Kind::collective, {output},
+      [this, input, inStaging, outStaging, reduction] {
+        copyIn(inStaging, input);
+        comm_.reduceScatter(inStaging.data_ptr(), outStaging.data_ptr(),
+                            outStaging.numel() * reduction.elementsPerItem, reduction.type,
+                            reduction.op);
+      },
+      [output, outStaging] { copyOut(output, outStaging); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(
+    at::Tensor& outputTensor, at::Tensor& inputTensor, std::vector<int64_t>& outputSplitSizes,
+    std::vector<int64_t>& inputSplitSizes, const c10d::AllToAllOptions& /*opts*/) {
+  const char* call = "all_to_all_single";
+  checkCpuDense(inputTensor, call, "the input");
+  checkSameKind(outputTensor, inputTensor, call, "the output");
+  const at::Tensor output = outputTensor;
+  const at::Tensor input = inputTensor;
+  const at::Tensor staging = stagingFor(output);
+  if (outputSplitSizes.empty() && inputSplitSizes.empty()) {
+    TORCH_CHECK(input.numel() == output.numel(), "chorus: ", call, ": the input has ",
+                input.numel(), " elements and the output ", output.numel(),
+                "; with equal splits they must match");
+    splitsOf({}, input, size_, "input");
+    return submit(
+        c10d::OpType::ALLTOALL_BASE, Kind::collective, {output},
+        [this, input, staging] {
+          const at::Tensor in = input.contiguous();
+          comm_.allToAll(in.data_ptr(), staging.data_ptr(), bytesOf(in) / size_, DataType::uint8);
+        },
+        [output, staging] { copyOut(output, staging); });
+  }
+  // Uneven splits: one send and one receive per peer, all progressing together.
+  const auto inSplits = splitsOf(inputSplitSizes, input, size_, "input");
+  const auto outSplits = splitsOf(outputSplitSizes, output, size_, "output");
+  const int64_t inRows = input.dim() == 0 ? 1 : input.size(0);
+  const int64_t outRows = output.dim() == 0 ? 1 : output.size(0);
+  const std::size_t inRowBytes = inRows == 0 ? 0 : bytesOf(input) / inRows;
+  const std::size_t outRowBytes = outRows == 0 ? 0 : bytesOf(output) / outRows;
+  TORCH_CHECK(inRows == 0 || outRows == 0 || inRowBytes == outRowBytes, "chorus: ", call,
+              ": input rows have ", inRowBytes, " bytes and output rows ", outRowBytes,
+              "; all_to_all_single splits dim 0, so the other dims must match");
+  return submit(
+      c10d::OpType::ALLTOALL_BASE, Kind::collective, {output},
+      [this, call, input, staging, inSplits, outSplits, inRowBytes, outRowBytes] {
+        const at::Tensor in = input.contiguous();
+        auto* inBytes = static_cast<std::uint8_t*>(in.data_ptr());
+        auto* outBytes = static_cast<std::uint8_t*>(staging.data_ptr());
+        std::size_t inAt = 0;
+        std::size_t outAt = 0;
+        groupStart();
+        for (int r = 0; r < size_; ++r) {
+          const std::size_t sendBytes = inSplits[r] * inRowBytes;
+          const std::size_t recvBytes = outSplits[r] * outRowBytes;
+          if (r == rank_) {
+            TORCH_CHECK(sendBytes == recvBytes, "chorus: ", call, ": rank ", rank_, " sends ",
+                        inSplits[r], " rows to itself but expects ", outSplits[r]);
+            std::memcpy(outBytes + outAt, inBytes + inAt, sendBytes);
+          } else {
+            if (sendBytes > 0) comm_.send(inBytes + inAt, sendBytes, DataType::uint8, r);
+            if (recvBytes > 0) comm_.recv(outBytes + outAt, recvBytes, DataType::uint8, r);
+          }
+          inAt += sendBytes;
+          outAt += recvBytes;
+        }
+        groupEnd();
+      },
+      [output, staging] { copyOut(output, staging); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall(std::vector<at::Tensor>& outputTensors,
+                                                            std::vector<at::Tensor>& inputTensors,
+                                                            const c10d::AllToAllOptions& /*opts*/) {
+  const char* call = "all_to_all";
+  TORCH_CHECK(static_cast<int>(inputTensors.size()) == size_ &&
+                  static_cast<int>(outputTensors.size()) == size_,
+              "chorus: ", call, " takes one input and one output tensor per rank (", size_,
+              "); got ", inputTensors.size(), " and ", outputTensors.size());
+  for (int r = 0; r < size_; ++r) {
+    checkCpuDense(inputTensors[r], call, "an input");
+    checkSameKind(outputTensors[r], inputTensors[0], call, "an output");
+    checkSameKind(inputTensors[r], inputTensors[0], call, "an input");
+  }
+  const std::vector<at::Tensor> outputs = outputTensors;
+  const std::vector<at::Tensor> inputs = inputTensors;
+  std::vector<at::Tensor> stagings;
+  for (const auto& output : outputs)
+    stagings.push_back(stagingFor(output));
+  return submit(
+      c10d::OpType::ALLTOALL, Kind::collective, outputs,
+      [this, call, inputs, stagings] {
+        std::vector<at::Tensor> contiguous;
+        for (const auto& input : inputs)
+          contiguous.push_back(input.contiguous());
+        TORCH_CHECK(bytesOf(contiguous[rank_]) == bytesOf(stagings[rank_]), "chorus: ", call,
+                    ": rank ", rank_, "'s tensors to and from itself differ in size");
+        groupStart();
+        for (int r = 0; r < size_; ++r) {
+          if (r == rank_) continue;
+          if (bytesOf(contiguous[r]) > 0)
+            comm_.send(contiguous[r].data_ptr(), bytesOf(contiguous[r]), DataType::uint8, r);
+          if (bytesOf(stagings[r]) > 0)
+            comm_.recv(stagings[r].data_ptr(), bytesOf(stagings[r]), DataType::uint8, r);
+        }
+        groupEnd();
+        stagings[rank_].copy_(contiguous[rank_].view(stagings[rank_].sizes()));
+      },
+      [outputs, stagings] {
+        for (std::size_t r = 0; r < outputs.size(); ++r)
+          copyOut(outputs[r], stagings[r]);
+      });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::send(std::vector<at::Tensor>& tensors,
+                                                        int dstRank, int /*tag*/) {
+  const at::Tensor tensor = singleTensor(tensors, "send");
+  checkPeer(dstRank, "send", "dst");
+  // Snapshot a non-contiguous tensor now, as torch's other backends do.
+  const at::Tensor data = tensor.contiguous();
+  return submit(c10d::OpType::SEND, Kind::pointToPoint, {tensor}, [this, data, dstRank] {
+    comm_.send(data.data_ptr(), bytesOf(data), DataType::uint8, dstRank);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recv(std::vector<at::Tensor>& tensors,
+                                                        int srcRank, int /*tag*/) {
+  const at::Tensor tensor = singleTensor(tensors, "recv");
+  checkPeer(srcRank, "recv", "src");
+  const at::Tensor staging = stagingFor(tensor);
+  return submit(
+      c10d::OpType::RECV, Kind::pointToPoint, {tensor},
+      [this, staging, srcRank] {
+        comm_.recv(staging.data_ptr(), bytesOf(staging), DataType::uint8, srcRank);
+      },
+      [tensor, staging] { copyOut(tensor, staging); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recvAnysource(
+    std::vector<at::Tensor>& /*tensors*/, int /*tag*/) {
+  TORCH_CHECK(false,
+              "chorus: recv without src (from any source) is not supported: chorus matches "
+              "messages per pair of ranks, so pass src");
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::barrier(const c10d::BarrierOptions& /*opts*/) {
+  return submit(c10d::OpType::BARRIER, Kind::collective, {}, [this] {
+    comm_.allReduce(&barrierByte_, &barrierByte_, 1, DataType::uint8, ReduceOp::max);
+  });
+}
+
+}  // namespace chorus::torch_backend

@@ -1,0 +1,89 @@
+// ProcessGroupChorus: the torch.distributed backend "chorus" (c10d::ProcessGroup over one
+// chorus::Communicator). Every call is checked on the calling thread, then queued on an
+// OrderedExecutor and returns a Work that completes in call order (docs/torch.md).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "api/ordered_executor.h"
+#include "chorus/chorus.h"
+
+namespace chorus::torch_backend {
+
+class ProcessGroupChorus : public c10d::ProcessGroup {
+ public:
+  // Collective over the `size` members of the group: connects through `store` (the prefix store
+  // torch.distributed made for this group). `timeout` bounds every wait unless CHORUS_TIMEOUT is
+  // set. Throws chorus errors (OptionError for bad CHORUS_* variables, TimeoutError, CommError).
+  ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                     std::chrono::milliseconds timeout);
+  // Runs every queued call first (a dead peer makes them fail fast), then frees the communicator.
+  ~ProcessGroupChorus() override;
+
+  const std::string getBackendName() const override { return "chorus"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputTensors,
+                                           std::vector<at::Tensor>& inputTensors,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputTensors,
+                                        std::vector<at::Tensor>& inputTensors,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputTensors,
+                                         std::vector<std::vector<at::Tensor>>& inputTensors,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputTensors,
+                                                std::vector<std::vector<at::Tensor>>& inputTensors,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& outputTensor, at::Tensor& inputTensor,
+      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& outputTensor, at::Tensor& inputTensor,
+                                               std::vector<int64_t>& outputSplitSizes,
+                                               std::vector<int64_t>& inputSplitSizes,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputTensors,
+                                          std::vector<at::Tensor>& inputTensors,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+  // The plan of the most recent collective (which algorithm, chosen how). Waits for every call
+  // queued so far.
+  PlanInfo lastPlan();
+
+ private:
+  using Kind = api::OrderedExecutor::Kind;
+  // Queues `run` (which issues the chorus calls) and returns its Work; `onSuccess` runs after it
+  // on the same thread (copies staged results back). `outputs` are the Work's result().
+  c10::intrusive_ptr<c10d::Work> submit(c10d::OpType opType, Kind kind,
+                                        std::vector<at::Tensor> outputs, std::function<void()> run,
+                                        std::function<void()> onSuccess = {});
+  void checkPeer(int peer, const char* call, const char* argument) const;
+
+  Communicator comm_;
+  std::uint8_t barrierByte_ = 0;
+  // Declared last: drained before comm_ goes away. Works share it, so wait() outlives the group.
+  std::shared_ptr<api::OrderedExecutor> executor_;
+};
+
+}  // namespace chorus::torch_backend
