@@ -1,6 +1,7 @@
 // C10dStore: forwards to c10d::Store; c10d's timeouts become chorus TimeoutErrors.
 #include "torch/c10d_store.h"
 
+#include <algorithm>
 #include <exception>
 
 namespace chorus::torch_backend {
@@ -30,11 +31,17 @@ void C10dStore::wait(const std::vector<std::string>& keys, std::chrono::millisec
   const auto bounded = std::max(timeout, std::chrono::milliseconds(1));
   try {
     store_->wait(keys, bounded);
+    return;
   } catch (const std::exception& error) {
-    if (store_->check(keys)) return;
+    // Name the keys still missing; a store that cannot even answer that is named as such.
     std::vector<std::string> missing;
-    for (const auto& key : keys)
-      if (!store_->check({key})) missing.push_back(key);
+    try {
+      for (const auto& key : keys)
+        if (!store_->check({key})) missing.push_back(key);
+    } catch (const std::exception&) {
+      missing = keys;
+    }
+    if (missing.empty()) return;  // they appeared just as the wait gave up
     transport::throwStoreTimeout(fmt::format("torch.distributed store ({})", error.what()), "wait",
                                  missing, timeout);
   }

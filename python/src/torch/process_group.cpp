@@ -61,6 +61,12 @@ const char* callName(c10d::OpType opType) {
   }
 }
 
+// The type of every Work's future value (a list of tensors), made once.
+const c10::TypePtr& tensorListType() {
+  static const c10::TypePtr type = c10::ListType::create(c10::TensorType::get());
+  return type;
+}
+
 // A Work whose completion is its executor task's: wait() runs queued calls on the waiting thread
 // when nobody else is, and rethrows the call's error.
 class ChorusWork : public c10d::Work {
@@ -70,8 +76,7 @@ class ChorusWork : public c10d::Work {
       : Work(rank, opType),
         executor_(std::move(executor)),
         outputs_(std::move(outputs)),
-        future_(c10::make_intrusive<c10::ivalue::Future>(
-            c10::ListType::create(c10::TensorType::get()))) {}
+        future_(c10::make_intrusive<c10::ivalue::Future>(tensorListType())) {}
 
   void setTicket(Ticket ticket) { ticket_ = ticket; }
 
