@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Demo: install dependencies, build chorus (Release, build/), then compile GC3's
-# hierarchical AllReduce for 2 nodes x 3 GPUs, verify it, print its IR and draw it.
+# Demo: install dependencies, build chorus and its Python package (Release, build/), then compile
+# GC3's hierarchical AllReduce for 2 nodes x 3 GPUs, verify it, print its IR and draw it, and
+# train a small model with PyTorch DDP on 2 ranks over chorus's collectives.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -26,3 +27,9 @@ dot_file=build/demo/allreduce_hierarchical_2x3.dot
 echo
 echo "DOT picture written to $(cd "$(dirname "$dot_file")" && pwd)/$(basename "$dot_file")"
 echo "(with Graphviz installed, render it: dot -Tsvg $dot_file -o allreduce_hierarchical_2x3.svg)"
+
+echo
+echo "== PyTorch on chorus: torchrun --nproc_per_node 2 examples/torch/ddp_train.py --backend chorus"
+echo "   (the README's command; docs/torch.md)"
+PYTHONPATH=build/python torchrun --standalone --nproc_per_node 2 \
+  examples/torch/ddp_train.py --backend chorus --epochs 3
