@@ -27,7 +27,11 @@ void bindTorch(py::module_& module) {
       .def(
           "last_plan",
           [](ProcessGroupChorus& group) {
-            const PlanInfo plan = group.lastPlan();
+            PlanInfo plan;
+            {
+              py::gil_scoped_release release;  // waits for the group's queued calls
+              plan = group.lastPlan();
+            }
             return py::make_tuple(plan.algorithm, plan.source);
           },
           "(algorithm, source) of the most recent collective, after every queued call ran.");

@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
 #include <fmt/format.h>
+#include <pybind11/pybind11.h>
 
 #include "api/comm_config.h"
 #include "api/comm_factory.h"
@@ -233,7 +234,14 @@ ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& st
 }
 
 ProcessGroupChorus::~ProcessGroupChorus() {
-  executor_->drain();
+  // A queued call may complete a future whose callbacks take the GIL (DDP's hooks written in
+  // Python): never wait for them while holding it.
+  if (Py_IsInitialized() != 0 && PyGILState_Check() != 0) {
+    pybind11::gil_scoped_release release;
+    executor_->drain();
+  } else {
+    executor_->drain();
+  }
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::submit(c10d::OpType opType, Kind kind,
