@@ -20,6 +20,10 @@ class UserError : public std::runtime_error {
 class ProgramError : public UserError {
  public:
   ProgramError(const std::string& message, const std::source_location& where);
+  // For language bindings: `location` ("file.py:12") names the user's call; where() is then
+  // the binding's own location.
+  ProgramError(const std::string& message, const std::string& location,
+               const std::source_location& where = std::source_location::current());
   const std::source_location& where() const { return where_; }
 
  private:

@@ -122,6 +122,10 @@ class Program {
   // Symbolic value now at (rank, buffer, index) (after in-place aliasing).
   ir::ChunkValue valueAt(int rank, Buffer buffer, int index) const;
 
+  // For language bindings (chorus.lang in Python): while non-empty, `location` ("file.py:12")
+  // replaces the C++ caller's location in trace-time errors and in the ops recorded.
+  void setCallerLocation(std::string location) { callerLocation_ = std::move(location); }
+
  private:
   friend class ChunkRef;
   struct Slot {
@@ -137,7 +141,12 @@ class Program {
   ChunkRef record(ir::DagOpKind kind, const ChunkRef& src, int dstRank, Buffer dstBuffer,
                   int dstIndex, const OpOptions& options, const std::source_location& where);
 
+  // The location named by errors and recorded ops: callerLocation_ when set, else `where`.
+  std::string locationOf(const std::source_location& where) const;
+  [[noreturn]] void fail(const std::string& message, const std::source_location& where) const;
+
   ir::Dag dag_;
+  std::string callerLocation_;
   // slots_[rank][buffer] grows on demand for scratch; input/output are sized by the collective.
   std::vector<std::vector<std::vector<Slot>>> slots_;
   std::uint64_t clock_ = 0;

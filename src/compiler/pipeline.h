@@ -14,13 +14,14 @@ namespace chorus::compiler {
 inline constexpr int kDefaultFifoSlots = 8;  // NCCL_STEPS: outstanding sends per connection
 
 struct CompileOptions {
-  bool fuse = true;                   // rcs/rrcs/rrs peephole fusion (seed 000 §4.2)
   int fifoSlots = kDefaultFifoSlots;  // bound on outstanding sends per connection
   // Threadblock choice for local copies/reduces: how many schedule positions one extra
   // cross-threadblock wait is worth (0 = pure load balance as in GC3; larger = fewer waits).
   int waitCost = 4;
-  bool verify = true;                       // run the verifier on the result (throws CompileError)
-  std::vector<std::string> disabledPasses;  // by name, e.g. "fuse-instructions", "prune-waits"
+  bool verify = true;  // run the verifier on the result (throws CompileError)
+  // By name, e.g. "fuse-instructions" (rcs/rrcs/rrs peephole fusion, seed 000 §4.2),
+  // "prune-waits".
+  std::vector<std::string> disabledPasses;
   std::uint64_t minBytes = 0;
   std::uint64_t maxBytes = 0;
 };

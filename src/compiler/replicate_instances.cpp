@@ -85,6 +85,12 @@ ir::Dag replicateInstances(const ir::Dag& dag, const PassContext&) {
         piece.dst.index = start.dst;
         piece.count = length;
         piece.replica = replicas > 1 ? q : 0;
+        // Manual threadblock t of replica q becomes t * replicas + q, as msccl-tools numbers
+        // instances' threadblocks, so replicas never share a threadblock.
+        if (replicas > 1) {
+          if (piece.sendTb >= 0) piece.sendTb = piece.sendTb * replicas + q;
+          if (piece.recvTb >= 0) piece.recvTb = piece.recvTb * replicas + q;
+        }
         piece.trueDeps.clear();
         piece.falseDeps.clear();
         out.ops.push_back(std::move(piece));

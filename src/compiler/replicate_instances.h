@@ -12,8 +12,9 @@ namespace chorus::compiler {
 // the parallel factors). Input/output chunk j becomes j*F .. j*F+F-1; scratch chunk j of a rank
 // with S scratch chunks becomes s*S + j for sub-part s (whole-block replication, which keeps
 // aggregated scratch transfers contiguous). An op replicated p times handles F/p sub-parts per
-// replica; pieces that are not contiguous on both sides become separate ops. The returned ops
-// carry no dependencies: lowering recomputes them per instruction.
+// replica; pieces that are not contiguous on both sides become separate ops; a manual
+// threadblock t becomes t*p + q in replica q (msccl-tools' numbering). The returned ops carry
+// no dependencies: lowering recomputes them per instruction.
 ir::Dag replicateInstances(const ir::Dag& dag, const PassContext& context);
 
 }  // namespace chorus::compiler

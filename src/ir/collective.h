@@ -4,6 +4,7 @@
 #pragma once
 
 #include <compare>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -103,8 +104,10 @@ std::shared_ptr<const Collective> makeCollective(CollectiveKind kind,
 // more (thread-safe).
 std::shared_ptr<const Collective> makeCustomCollective(const std::string& name,
                                                        const CollectiveOptions& options);
+// A factory returns nullptr when it has no definition for the options (e.g. another rank count).
 using CustomCollectiveFactory =
-    std::shared_ptr<const Collective> (*)(const CollectiveOptions& options);
+    std::function<std::shared_ptr<const Collective>(const CollectiveOptions& options)>;
+// Registering a name again replaces its factory.
 void registerCustomCollective(const std::string& name, CustomCollectiveFactory factory);
 
 // The names makeCustomCollective knows, sorted (registered ones included; thread-safe).

@@ -10,10 +10,6 @@ namespace chorus::lang {
 
 namespace {
 
-std::string locationText(const std::source_location& where) {
-  return fmt::format("{}:{}", where.file_name(), where.line());
-}
-
 std::string slotName(int rank, Buffer buffer, int index) {
   return fmt::format("rank {} {}[{}]", rank, ir::bufferName(buffer), index);
 }
@@ -28,6 +24,16 @@ void addUnique(std::vector<int>& list, int value) {
 }
 
 }  // namespace
+
+std::string Program::locationOf(const std::source_location& where) const {
+  if (!callerLocation_.empty()) return callerLocation_;
+  return fmt::format("{}:{}", where.file_name(), where.line());
+}
+
+void Program::fail(const std::string& message, const std::source_location& where) const {
+  if (!callerLocation_.empty()) throw ProgramError(message, callerLocation_);
+  throw ProgramError(message, where);
+}
 
 std::string Violation::describe() const {
   return fmt::format("rank {} {}[{}] holds {} but the collective requires {}", rank,
@@ -72,12 +78,11 @@ const Program::Slot* Program::findSlot(int rank, Buffer buffer, int index) const
 Program::Slot& Program::slotAt(int rank, Buffer buffer, int index,
                                const std::source_location& where, const char* what) {
   if (rank < 0 || rank >= nranks())
-    throw ProgramError(fmt::format("{}: rank {} is out of range; '{}' has ranks 0..{}", what, rank,
-                                   dag_.name, nranks() - 1),
-                       where);
+    fail(fmt::format("{}: rank {} is out of range; '{}' has ranks 0..{}", what, rank, dag_.name,
+                     nranks() - 1),
+         where);
   if (index < 0)
-    throw ProgramError(
-        fmt::format("{}: {} has a negative index", what, slotName(rank, buffer, index)), where);
+    fail(fmt::format("{}: {} has a negative index", what, slotName(rank, buffer, index)), where);
   const auto loc = collective().canonical(rank, {buffer, index});
   auto& slots = slots_[rank][static_cast<int>(loc.buffer)];
   if (loc.buffer == Buffer::scratch) {
@@ -86,12 +91,11 @@ Program::Slot& Program::slotAt(int rank, Buffer buffer, int index,
   } else if (loc.index >= static_cast<int>(slots.size())) {
     const int size =
         buffer == Buffer::input ? collective().inputChunks(rank) : collective().outputChunks(rank);
-    throw ProgramError(
-        fmt::format("{}: {} is out of range; the {} buffer of {} on rank {} has {} chunks "
-                    "(indices 0..{})",
-                    what, slotName(rank, buffer, index), ir::bufferName(buffer),
-                    collective().name(), rank, size, size - 1),
-        where);
+    fail(fmt::format("{}: {} is out of range; the {} buffer of {} on rank {} has {} chunks "
+                     "(indices 0..{})",
+                     what, slotName(rank, buffer, index), ir::bufferName(buffer),
+                     collective().name(), rank, size, size - 1),
+         where);
   }
   return slots[loc.index];
 }
@@ -108,41 +112,39 @@ ir::ChunkValue Program::valueAt(int rank, Buffer buffer, int index) const {
 
 ChunkRef Program::chunk(int rank, Buffer buffer, int index, int count, std::source_location where) {
   if (count < 1)
-    throw ProgramError(fmt::format("chunk(): count must be at least 1, got {} for {}", count,
-                                   slotName(rank, buffer, index)),
-                       where);
+    fail(fmt::format("chunk(): count must be at least 1, got {} for {}", count,
+                     slotName(rank, buffer, index)),
+         where);
   std::uint64_t stamp = clock_;
   for (int i = 0; i < count; ++i) {
     Slot& slot = slotAt(rank, buffer, index + i, where, "chunk()");
     if (!slot.value.initialized())
-      throw ProgramError(
-          fmt::format("chunk(): {} is uninitialized; only input chunks hold values at the start, "
-                      "copy something there first",
-                      slotName(rank, buffer, index + i)),
-          where);
+      fail(fmt::format("chunk(): {} is uninitialized; only input chunks hold values at the start, "
+                       "copy something there first",
+                       slotName(rank, buffer, index + i)),
+           where);
   }
   return ChunkRef(this, rank, buffer, index, count, stamp);
 }
 
 void Program::checkRef(const ChunkRef& ref, const std::source_location& where, const char* what) {
   if (ref.program_ != this)
-    throw ProgramError(fmt::format("{}: the reference to {} belongs to another Program", what,
-                                   rangeName(ref.rank_, ref.buffer_, ref.index_, ref.count_)),
-                       where);
+    fail(fmt::format("{}: the reference to {} belongs to another Program", what,
+                     rangeName(ref.rank_, ref.buffer_, ref.index_, ref.count_)),
+         where);
   for (int i = 0; i < ref.count_; ++i) {
     Slot& slot = slotAt(ref.rank_, ref.buffer_, ref.index_ + i, where, what);
     if (!slot.value.initialized())
-      throw ProgramError(fmt::format("{}: {} is uninitialized", what,
-                                     slotName(ref.rank_, ref.buffer_, ref.index_ + i)),
-                         where);
+      fail(fmt::format("{}: {} is uninitialized", what,
+                       slotName(ref.rank_, ref.buffer_, ref.index_ + i)),
+           where);
     if (slot.writeStamp > ref.stamp_)
-      throw ProgramError(
-          fmt::format("{}: stale reference to {}: the chunk was overwritten (by the operation at "
-                      "{}) after this reference was made; use the reference returned by that "
-                      "operation or call chunk() again",
-                      what, slotName(ref.rank_, ref.buffer_, ref.index_ + i),
-                      slot.lastWriter >= 0 ? dag_.ops[slot.lastWriter].where : "?"),
-          where);
+      fail(fmt::format("{}: stale reference to {}: the chunk was overwritten (by the operation at "
+                       "{}) after this reference was made; use the reference returned by that "
+                       "operation or call chunk() again",
+                       what, slotName(ref.rank_, ref.buffer_, ref.index_ + i),
+                       slot.lastWriter >= 0 ? dag_.ops[slot.lastWriter].where : "?"),
+           where);
   }
 }
 
@@ -156,10 +158,10 @@ ChunkRef Program::record(ir::DagOpKind kind, const ChunkRef& src, int dstRank, B
   for (int i = 0; i < count; ++i)
     slotAt(dstRank, dstBuffer, dstIndex + i, where, what);
   if (options.channel < -1 || options.sendTb < -1 || options.recvTb < -1)
-    throw ProgramError(fmt::format("{}: channel and threadblock hints must be >= 0 (or -1 for "
-                                   "automatic), got channel={} sendTb={} recvTb={}",
-                                   what, options.channel, options.sendTb, options.recvTb),
-                       where);
+    fail(fmt::format("{}: channel and threadblock hints must be >= 0 (or -1 for "
+                     "automatic), got channel={} sendTb={} recvTb={}",
+                     what, options.channel, options.sendTb, options.recvTb),
+         where);
 
   ir::DagOp op;
   op.id = static_cast<int>(dag_.ops.size());
@@ -171,7 +173,7 @@ ChunkRef Program::record(ir::DagOpKind kind, const ChunkRef& src, int dstRank, B
   op.sendTb = options.sendTb;
   op.recvTb = options.recvTb;
   op.parallel = parallelFactor_;
-  op.where = locationText(where);
+  op.where = locationOf(where);
 
   // Compute the new values first (the source and destination ranges may overlap).
   std::vector<ir::ChunkValue> values(count);
@@ -225,7 +227,7 @@ ChunkRef ChunkRef::copy(int dstRank, Buffer dstBuffer, int dstIndex, OpOptions o
 ChunkRef ChunkRef::reduce(const ChunkRef& other, OpOptions options,
                           std::source_location where) const {
   if (other.count_ != count_)
-    throw ProgramError(
+    program_->fail(
         fmt::format("reduce(): counts differ: {} has {} chunks but {} has {}; reduce equal-count "
                     "references (use slice() to cut one)",
                     rangeName(rank_, buffer_, index_, count_), count_,
@@ -233,7 +235,7 @@ ChunkRef ChunkRef::reduce(const ChunkRef& other, OpOptions options,
                     other.count_),
         where);
   if (other.program_ != program_)
-    throw ProgramError("reduce(): the references belong to different Programs", where);
+    program_->fail("reduce(): the references belong to different Programs", where);
   program_->checkRef(*this, where, "reduce()");
   // c1.reduce(c2): c1 = c1 ⊕ c2 at c1's location; c2 is the source of the data movement.
   return program_->record(ir::DagOpKind::reduce, other, rank_, buffer_, index_, options, where);
@@ -241,16 +243,15 @@ ChunkRef ChunkRef::reduce(const ChunkRef& other, OpOptions options,
 
 ChunkRef ChunkRef::slice(int offset, int count, std::source_location where) const {
   if (offset < 0 || count < 1 || offset + count > count_)
-    throw ProgramError(fmt::format("slice({}, {}) is out of range for {} ({} chunks)", offset,
-                                   count, rangeName(rank_, buffer_, index_, count_), count_),
-                       where);
+    program_->fail(fmt::format("slice({}, {}) is out of range for {} ({} chunks)", offset, count,
+                               rangeName(rank_, buffer_, index_, count_), count_),
+                   where);
   return ChunkRef(program_, rank_, buffer_, index_ + offset, count, stamp_);
 }
 
 Program::ParallelScope Program::parallelize(int factor, std::source_location where) {
   if (factor < 1)
-    throw ProgramError(fmt::format("parallelize({}): the factor must be at least 1", factor),
-                       where);
+    fail(fmt::format("parallelize({}): the factor must be at least 1", factor), where);
   parallelFactor_ *= factor;
   return ParallelScope(this, factor);
 }

@@ -1,6 +1,7 @@
 #include "runtime/run_check.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -137,6 +138,60 @@ long inputValue(ReduceOp op, DataType type, int rank, std::size_t index) {
   return isUnsigned(type) ? h % 4 : h - 3;
 }
 
+// Input element `index` of `rank`: given by the caller, or the generated exact value.
+void storeInput(const RunOptions& options, int rank, std::size_t index, std::uint8_t* at) {
+  const std::size_t esz = dataTypeSize(options.type);
+  if (!options.givenInputs.empty()) {
+    const auto* given = static_cast<const std::uint8_t*>(options.givenInputs.at(rank));
+    std::memcpy(at, given + index * esz, esz);
+    return;
+  }
+  storeValue(options.type, at, inputValue(options.op, options.type, rank, index));
+}
+
+bool isFloating(DataType t) {
+  return t == DataType::float16 || t == DataType::bfloat16 || t == DataType::float32 ||
+         t == DataType::float64;
+}
+
+double floatingValue(DataType type, const std::uint8_t* at) {
+  switch (type) {
+    case DataType::float16: {
+      std::uint16_t v;
+      std::memcpy(&v, at, 2);
+      return halfToFloat(v);
+    }
+    case DataType::bfloat16: {
+      std::uint16_t v;
+      std::memcpy(&v, at, 2);
+      return bfloat16ToFloat(v);
+    }
+    case DataType::float32: {
+      float v;
+      std::memcpy(&v, at, 4);
+      return v;
+    }
+    default: {
+      double v;
+      std::memcpy(&v, at, 8);
+      return v;
+    }
+  }
+}
+
+// Bitwise equal, or for floating types within `tolerance` relative to the expected value's
+// magnitude (at least 1). NaN only matches NaN.
+bool matches(DataType type, const std::uint8_t* got, const std::uint8_t* expected,
+             double tolerance) {
+  const std::size_t esz = dataTypeSize(type);
+  if (std::memcmp(got, expected, esz) == 0) return true;
+  if (tolerance <= 0 || !isFloating(type)) return false;
+  const double g = floatingValue(type, got);
+  const double e = floatingValue(type, expected);
+  if (std::isnan(g) || std::isnan(e)) return std::isnan(g) && std::isnan(e);
+  return std::fabs(g - e) <= tolerance * std::max(1.0, std::fabs(e));
+}
+
 std::uint64_t hashFnv1a(std::string_view text) {
   std::uint64_t hash = 0xcbf29ce484222325ull;
   for (unsigned char c : text) {
@@ -170,7 +225,7 @@ void RankBuffers::reset() {
   std::fill(out_.begin(), out_.end(), 0);
   const std::size_t elements = inputElements(algorithm_, rank_, options_.count);
   for (std::size_t i = 0; i < elements; ++i)
-    storeValue(options_.type, input_ + i * esz, inputValue(options_.op, options_.type, rank_, i));
+    storeInput(options_, rank_, i, input_ + i * esz);
 }
 
 void checkRankOutput(const ir::Algorithm& algorithm, int rank, const RunOptions& options,
@@ -187,8 +242,7 @@ void checkRankOutput(const ir::Algorithm& algorithm, int rank, const RunOptions&
     const std::size_t block = static_cast<std::size_t>(chunk) / q;
     const std::size_t first = block * count + (chunk % q) * chunkElems;
     for (std::size_t o = 0; o < elems; ++o)
-      storeValue(options.type, dst + o * esz,
-                 inputValue(options.op, options.type, from, first + o));
+      storeInput(options, from, first + o, dst + o * esz);
   };
   const bool reduces = algorithm.collective == ir::CollectiveKind::allreduce ||
                        algorithm.collective == ir::CollectiveKind::reducescatter ||
@@ -213,7 +267,9 @@ void checkRankOutput(const ir::Algorithm& algorithm, int rank, const RunOptions&
     const std::uint8_t* got = out + (block * count + within) * esz;
     for (std::size_t o = 0; o < elems; ++o) {
       ++report->checkedElements;
-      if (std::memcmp(got + o * esz, expected.data() + o * esz, esz) == 0) continue;
+      if (matches(options.type, got + o * esz, expected.data() + o * esz,
+                  options.relativeTolerance))
+        continue;
       ++report->wrongElements;
       if (report->firstWrong.empty())
         report->firstWrong =
@@ -232,7 +288,7 @@ void checkRankInput(const ir::Algorithm& algorithm, int rank, const RunOptions& 
   const auto* in = static_cast<const std::uint8_t*>(input);
   std::vector<std::uint8_t> before(esz);
   for (std::size_t i = 0; i < elements; ++i) {
-    storeValue(options.type, before.data(), inputValue(options.op, options.type, rank, i));
+    storeInput(options, rank, i, before.data());
     ++report->checkedElements;
     if (std::memcmp(in + i * esz, before.data(), esz) == 0) continue;
     ++report->wrongElements;

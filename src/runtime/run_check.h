@@ -24,6 +24,12 @@ struct RunOptions {
   std::chrono::milliseconds timeout{60'000};  // per call
   transport::FifoOptions fifo;
   int iterations = 1;  // back-to-back runs on the same buffers (inputs refilled each time)
+  // Caller-given inputs instead of the generated exact values: one pointer per rank to
+  // inputElements(algorithm, rank, count) elements of `type` (chorus.run in Python). Floating
+  // outputs are then compared within `relativeTolerance` of the reduction in postcondition
+  // order (the plan may reduce in another order); integers and copies stay exact.
+  std::vector<const void*> givenInputs;
+  double relativeTolerance = 0;
 };
 
 struct RunReport {
@@ -41,7 +47,8 @@ class RankBuffers {
  public:
   // `algorithm` must outlive the buffers.
   RankBuffers(const ir::Algorithm& algorithm, int rank, const RunOptions& options);
-  // Zeroes the buffers and writes the rank's exact input values (checkRankInput's reference).
+  // Zeroes the buffers and writes the rank's input values: the exact generated ones, or
+  // options.givenInputs[rank] (checkRankInput's reference).
   void reset();
   const void* input() const { return input_; }
   void* output() const { return output_; }

@@ -13,8 +13,12 @@
 
 namespace chorus::runtime {
 
-ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOptions& options) {
+ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOptions& options,
+                             std::vector<std::vector<std::uint8_t>>* outputs) {
   const int n = algorithm.nranks;
+  if (!options.givenInputs.empty() && static_cast<int>(options.givenInputs.size()) != n)
+    throw OptionError(fmt::format("'{}' runs on {} ranks but {} input buffers were given",
+                                  algorithm.name, n, options.givenInputs.size()));
   std::vector<std::unique_ptr<RankBuffers>> buffers;
   for (int r = 0; r < n; ++r)
     buffers.push_back(std::make_unique<RankBuffers>(algorithm, r, options));
@@ -61,6 +65,14 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
   for (int r = 0; r < n; ++r) {
     checkRankOutput(algorithm, r, options, buffers[r]->output(), &report);
     checkRankInput(algorithm, r, options, buffers[r]->input(), &report);
+  }
+  if (outputs) {
+    const std::size_t esz = dataTypeSize(options.type);
+    outputs->assign(n, {});
+    for (int r = 0; r < n; ++r) {
+      const auto* out = static_cast<const std::uint8_t*>(buffers[r]->output());
+      (*outputs)[r].assign(out, out + outputElements(algorithm, r, options.count) * esz);
+    }
   }
   return report;
 }

@@ -4,6 +4,9 @@
 // `chorus run --transport thread` and the runtime tests.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "ir/algorithm.h"
 #include "runtime/run_check.h"
 #include "transport/thread/thread_group.h"  // the transport these runs use
@@ -14,6 +17,9 @@ using ThreadRunOptions = RunOptions;
 using ThreadRunReport = RunReport;
 
 // Throws what a rank threw (TimeoutError, CommError, ...) after all rank threads have ended.
-ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOptions& options);
+// `outputs`, when given, receives each rank's output buffer (outputElements() elements) as
+// the last iteration left it.
+ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOptions& options,
+                             std::vector<std::vector<std::uint8_t>>* outputs = nullptr);
 
 }  // namespace chorus::runtime

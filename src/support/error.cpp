@@ -13,6 +13,10 @@ std::string withLocation(const std::string& message, const std::source_location&
 ProgramError::ProgramError(const std::string& message, const std::source_location& where)
     : UserError(withLocation(message, where)), where_(where) {}
 
+ProgramError::ProgramError(const std::string& message, const std::string& location,
+                           const std::source_location& where)
+    : UserError(fmt::format("{}: {}", location, message)), where_(where) {}
+
 void failInternalAssert(const char* condition, const std::string& message,
                         const std::source_location& where) {
   throw InternalError(

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "algorithms/registry.h"
 #include "compile_for_test.h"
@@ -159,6 +161,35 @@ TEST(RuntimeErrors, MissingPeerTimesOutWithTheWaitNamed) {
     EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(group.rank(1).abortReason().empty());
+}
+
+// Caller-given inputs (chorus.run in Python): the outputs come back and are checked against
+// the same inputs; floating results within the relative tolerance.
+TEST(GivenInputs, OutputsReturnedAndChecked) {
+  const ir::Algorithm a = compileForTest("allgather.ring", 3);
+  std::vector<std::vector<float>> inputs = {{1.5f, 2.5f}, {3.5f, 4.5f}, {5.5f, 6.5f}};
+  runtime::ThreadRunOptions options;
+  options.count = 2;
+  options.relativeTolerance = 1e-6;
+  for (const auto& in : inputs)
+    options.givenInputs.push_back(in.data());
+  std::vector<std::vector<std::uint8_t>> outputs;
+  const auto report = runtime::runOnThreads(a, options, &outputs);
+  EXPECT_TRUE(report.ok()) << report.firstWrong;
+  ASSERT_EQ(outputs.size(), 3u);
+  std::vector<float> got(6);
+  ASSERT_EQ(outputs[2].size(), got.size() * sizeof(float));
+  std::memcpy(got.data(), outputs[2].data(), outputs[2].size());
+  EXPECT_EQ(got, (std::vector<float>{1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f}));
+}
+
+TEST(GivenInputs, WrongInputCountIsAnOptionError) {
+  const ir::Algorithm a = compileForTest("allgather.ring", 3);
+  float one = 1;
+  runtime::ThreadRunOptions options;
+  options.count = 1;
+  options.givenInputs = {&one};
+  EXPECT_THROW(runtime::runOnThreads(a, options), OptionError);
 }
 
 }  // namespace
