@@ -1,0 +1,60 @@
+"""Compile-time figures of the DSL in Python next to the C++ DSL (docs/performance.md).
+
+For the ring AllReduce at several rank counts: the time to trace the program written in
+Python (chorus.lang, one Python call per copy/reduce) and the same program traced by the
+library's C++ builder (chorus.lang.library), then compile (verifier off) and verify, each the
+median of --repeat runs:
+
+    PYTHONPATH=build/python /usr/bin/python3 bench/python/bench_lang.py --repeat 5
+"""
+
+import argparse
+import statistics
+import sys
+import time
+
+from chorus.lang import AllReduce, Buffer, Program, library
+
+
+def ring_in_python(ranks):
+    with Program("allreduce.ring", AllReduce(ranks, ranks, in_place=True)) as program:
+        for c in range(ranks):
+            partial = program.chunk((c + 1) % ranks, Buffer.input, c)
+            for step in range(2, ranks + 1):
+                partial = program.chunk((c + step) % ranks, Buffer.input, c).reduce(partial)
+            for step in range(1, ranks):
+                partial = partial.copy((c + step) % ranks, Buffer.input, c)
+    return program
+
+
+def timed(function, repeat):
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--ranks", type=int, nargs="+", default=[8, 64, 128, 256])
+    args = parser.parse_args()
+    print("| ranks | DSL | trace s | compile s | verify s | total s | steps |")
+    print("|---|---|---|---|---|---|---|")
+    for ranks in args.ranks:
+        for label, build in (("Python", lambda: ring_in_python(ranks)),
+                             ("C++", lambda: library("allreduce.ring", ranks=ranks))):
+            trace, program = timed(build, args.repeat)
+            compile_s, plan = timed(lambda: program.compile(verify=False), args.repeat)
+            verify_s, report = timed(plan.verify, args.repeat)
+            if not report.ok:
+                sys.exit("verifier: %s" % report)
+            print("| %d | %s | %.3f | %.3f | %.3f | %.3f | %d |" % (
+                ranks, label, trace, compile_s, verify_s, trace + compile_s + verify_s,
+                plan.steps))
+
+
+if __name__ == "__main__":
+    main()
