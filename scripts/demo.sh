@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Demo: install dependencies, build chorus and its Python package (Release, build/), then compile
-# GC3's hierarchical AllReduce for 2 nodes x 3 GPUs, verify it, print its IR and draw it, and
-# train a small model with PyTorch DDP on 2 ranks over chorus's collectives.
+# GC3's hierarchical AllReduce for 2 nodes x 3 GPUs, verify it, print its IR and draw it, write
+# a ring AllReduce in Python and run it, and train a small model with PyTorch DDP on 2 ranks over
+# chorus's collectives.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -27,6 +28,11 @@ dot_file=build/demo/allreduce_hierarchical_2x3.dot
 echo
 echo "DOT picture written to $(cd "$(dirname "$dot_file")" && pwd)/$(basename "$dot_file")"
 echo "(with Graphviz installed, render it: dot -Tsvg $dot_file -o allreduce_hierarchical_2x3.svg)"
+
+echo
+echo "== The DSL in Python: PYTHONPATH=build/python python3 examples/python/ring_allreduce.py"
+echo "   (docs/python.md)"
+PYTHONPATH=build/python /usr/bin/python3 examples/python/ring_allreduce.py
 
 echo
 echo "== PyTorch on chorus: torchrun --nproc_per_node 2 examples/torch/ddp_train.py --backend chorus"

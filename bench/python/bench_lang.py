@@ -1,11 +1,12 @@
 """Compile-time figures of the DSL in Python next to the C++ DSL (docs/performance.md).
 
 For the ring AllReduce at several rank counts: the time to trace the program written in
-Python (chorus.lang, one Python call per copy/reduce) and the same program traced by the
-library's C++ builder (chorus.lang.library), then compile (verifier off) and verify, each the
-median of --repeat runs:
+Python (chorus.lang, one Python call per copy/reduce), the same program traced by the
+library's C++ builder (chorus.lang.library) and, when the msccl compatibility package is on
+the path, written as an MSCCLang program (traced by msccl, replayed into chorus.lang); then
+compile (verifier off) and verify, each the median of --repeat runs:
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/python/bench_lang.py --repeat 5
+    PYTHONPATH=build/python:build/python/compat /usr/bin/python3 bench/python/bench_lang.py
 """
 
 import argparse
@@ -27,6 +28,22 @@ def ring_in_python(ranks):
     return program
 
 
+def ring_in_mscclang(ranks):
+    from msccl.language import Buffer as MscclBuffer, MSCCLProgram, chunk as msccl_chunk
+    from msccl.language.collectives import AllReduce as MscclAllReduce
+    from msccl.topologies import fully_connected
+
+    with MSCCLProgram("allreduce.ring", fully_connected(ranks),
+                      MscclAllReduce(ranks, ranks, True), 1) as prog:
+        for c in range(ranks):
+            partial = msccl_chunk((c + 1) % ranks, MscclBuffer.input, c)
+            for step in range(2, ranks + 1):
+                partial = msccl_chunk((c + step) % ranks, MscclBuffer.input, c).reduce(partial)
+            for step in range(1, ranks):
+                partial = partial.copy((c + step) % ranks, MscclBuffer.input, c)
+    return prog.chorus_program()
+
+
 def timed(function, repeat):
     times, result = [], None
     for _ in range(repeat):
@@ -43,9 +60,17 @@ def main():
     args = parser.parse_args()
     print("| ranks | DSL | trace s | compile s | verify s | total s | steps |")
     print("|---|---|---|---|---|---|---|")
+    try:
+        import msccl  # noqa: F401  (build/python/compat on the path)
+        mscclang = True
+    except ImportError:
+        mscclang = False
     for ranks in args.ranks:
-        for label, build in (("Python", lambda: ring_in_python(ranks)),
-                             ("C++", lambda: library("allreduce.ring", ranks=ranks))):
+        builders = [("Python", lambda: ring_in_python(ranks)),
+                    ("C++", lambda: library("allreduce.ring", ranks=ranks))]
+        if mscclang:
+            builders.append(("MSCCLang", lambda: ring_in_mscclang(ranks)))
+        for label, build in builders:
             trace, program = timed(build, args.repeat)
             compile_s, plan = timed(lambda: program.compile(verify=False), args.repeat)
             verify_s, report = timed(plan.verify, args.repeat)

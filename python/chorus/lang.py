@@ -42,6 +42,19 @@ def register_internal_dir(path):
     path = os.path.dirname(os.path.abspath(path)) if os.path.isfile(path) else os.path.abspath(path)
     if path not in _internal_dirs:
         _internal_dirs.append(path)
+        _internal_files.clear()
+
+
+_internal_files = {}  # co_filename -> whether it lies in an internal directory
+
+
+def _is_internal(filename):
+    internal = _internal_files.get(filename)
+    if internal is None:
+        absolute = os.path.abspath(filename)
+        internal = any(absolute.startswith(d + os.sep) for d in _internal_dirs)
+        _internal_files[filename] = internal
+    return internal
 
 
 def caller_location(depth=1):
@@ -49,8 +62,7 @@ def caller_location(depth=1):
     frame = sys._getframe(depth)
     while frame is not None:
         filename = frame.f_code.co_filename
-        absolute = os.path.abspath(filename)
-        if not any(absolute.startswith(d + os.sep) for d in _internal_dirs):
+        if not _is_internal(filename):
             return "%s:%d" % (filename, frame.f_lineno)
         frame = frame.f_back
     return "<unknown>"
