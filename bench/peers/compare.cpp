@@ -1,19 +1,23 @@
 // bench_compare: reads the --json records of `chorus bench`, bench_mpi and bench_gloo and
 // prints one table per collective: busbw per library (out-of-place and in-place) and the
 // ratios chorus / each peer. Files named NAME.rN.json are round N of their library: the table
-// shows medians over rounds and the median of the per-round ratios (compare.sh --rounds). Run:
-//   ./bench_compare chorus.json mpi.json gloo.json [--plot compare.svg]
+// shows medians over rounds and the median of the per-round ratios (compare.sh --rounds). With
+// --ceiling (bench_membw --json files, one per round), chorus's columns also show each size's
+// fraction of this machine's memory ceiling. Run:
+//   ./bench_compare chorus.json mpi.json gloo.json [--plot compare.svg] [--ceiling membw.json]
 //   ./bench_compare chorus.r1.json openmpi.r1.json chorus.r2.json openmpi.r2.json
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "perf/compare.h"
 #include "perf/record_json.h"
 #include "perf/svg_plot.h"
+#include "perf/timing.h"
 #include "support/error.h"
 
 namespace {
@@ -27,6 +31,10 @@ int runCompare(int argc, char** argv) {
                  "round N of its library")
       ->required();
   app.add_option("--plot", plotPath, "Also write every series to one SVG chart");
+  std::vector<std::string> ceilingFiles;
+  app.add_option("--ceiling", ceilingFiles,
+                 "bench_membw --json files (one per round): show chorus's busbw as a fraction "
+                 "of the memory ceiling, from the median rates");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -46,7 +54,17 @@ int runCompare(int argc, char** argv) {
       record.library = set.label;
       all.push_back(std::move(record));
     }
-  fmt::print("{}", chorus::perf::comparisonTables(sets));
+  std::optional<chorus::perf::MemoryRates> rates;
+  if (!ceilingFiles.empty()) {
+    std::vector<double> add, copy;
+    for (const std::string& file : ceilingFiles) {
+      const chorus::perf::MemoryRates r = chorus::perf::readMemoryRatesFile(file);
+      add.push_back(r.addTrafficGbps);
+      copy.push_back(r.copyGbps);
+    }
+    rates = chorus::perf::MemoryRates{chorus::perf::medianOf(add), chorus::perf::medianOf(copy)};
+  }
+  fmt::print("{}", chorus::perf::comparisonTables(sets, rates));
   if (!plotPath.empty()) {
     chorus::perf::PlotOptions plot;
     plot.title = "busbw by library";

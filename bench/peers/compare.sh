@@ -13,11 +13,14 @@
 #                of the machine hits every library (default 1). The tables then show the median
 #                busbw over rounds, chorus's min-max, and per ratio the median over rounds of the
 #                ratio measured within one round
+#   Every round first probes this machine's memory rates (bench_membw); for 2 ranks the tables
+#   show chorus's busbw as a percentage of the memory ceiling ("% ceil", src/perf/memory_ceiling.h)
 #   --build DIR  build directory with chorus, bench/bench_mpi, bench/bench_gloo, bench/bench_compare
 #                (default: $CHORUS_BUILD_DIR, else <repo>/build)
-#   --out DIR    where chorus.json, openmpi.json, gloo.json and compare.svg go (default: a new
-#                temporary directory); with R > 1, round N writes chorus.rN.json, openmpi.rN.json,
-#                gloo.rN.json (bench_compare takes NAME.rN.json as round N of its library)
+#   --out DIR    where chorus.json, openmpi.json, gloo.json, membw.json and compare.svg go
+#                (default: a new temporary directory); with R > 1, round N writes chorus.rN.json,
+#                openmpi.rN.json, gloo.rN.json, membw.rN.json (bench_compare takes NAME.rN.json
+#                as round N of its library)
 #   after --     passed to all three benchmarks, e.g. -- --budget 0.05 --op max --no-inplace
 #
 # Example (quick smoke run; the second with 3 rounds):
@@ -32,7 +35,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -80,11 +83,18 @@ mkdir -p "$out"
 
 sweep=(-b "$min" -e "$max" -f "$factor")
 files=()
+ceilings=()
 mpirun_bin="$(command -v mpirun.openmpi || command -v mpirun || true)"
 
 # One round: chorus, Open MPI, Gloo back to back; $1 is the file suffix ("" or ".rN").
 run_round() {
   local suffix="$1"
+  if [ -x "$build/bench/bench_membw" ]; then
+    echo "== memory rates (the ceiling)"
+    "$build/bench/bench_membw" --json "$out/membw$suffix.json"
+    ceilings+=("$out/membw$suffix.json")
+    echo
+  fi
   echo "== chorus ($transport, $ranks ranks)"
   "$build/chorus" bench "$coll" --ranks "$ranks" --transport "$transport" "${sweep[@]}" \
     --json "$out/chorus$suffix.json" "${extra[@]}"
@@ -116,18 +126,20 @@ run_round() {
 
 if [ "$rounds" -eq 1 ]; then
   run_round ""
-  names="{chorus,openmpi,gloo}.json"
+  names="{chorus,openmpi,gloo,membw}.json"
 else
   for ((round = 1; round <= rounds; round++)); do
     if [ "$round" -gt 1 ]; then echo; fi
     echo "==== round $round of $rounds"
     run_round ".r$round"
   done
-  names="{chorus,openmpi,gloo}.r{1..$rounds}.json"
+  names="{chorus,openmpi,gloo,membw}.r{1..$rounds}.json"
 fi
 
 echo
 echo "== comparison"
-"$build/bench/bench_compare" "${files[@]}" --plot "$out/compare.svg"
+ceiling_args=()
+if [ ${#ceilings[@]} -gt 0 ]; then ceiling_args=(--ceiling "${ceilings[@]}"); fi
+"$build/bench/bench_compare" "${files[@]}" --plot "$out/compare.svg" "${ceiling_args[@]}"
 echo
 echo "records and chart: $out/$names, $out/compare.svg"

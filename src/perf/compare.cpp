@@ -107,7 +107,11 @@ std::string planCell(const RecordSet& set, const GroupKey& group, std::uint64_t 
 }
 
 std::string groupTable(std::span<const RecordSet> sets, std::size_t reference,
-                       const GroupKey& group) {
+                       const GroupKey& group, const std::optional<MemoryRates>& rates) {
+  // The memory ceiling's busbw, 0 where there is none. (A plain double: GCC 12 takes a
+  // std::optional<double> read after a has_value() check for maybe-uninitialized.)
+  double ceiling = 0;
+  if (rates) ceiling = ceilingBusbw(group.first, group.second, *rates).value_or(0);
   std::set<std::uint64_t> sizes;
   std::string dtype, op;
   bool havePlans = false;
@@ -123,7 +127,7 @@ std::string groupTable(std::span<const RecordSet> sets, std::size_t reference,
           if (&set == &sets[reference] && !record.algorithm.empty()) havePlans = true;
         }
 
-  enum class Kind { busbw, range, ratio, plan };
+  enum class Kind { busbw, range, ceiling, ratio, plan };
   struct Column {
     std::string heading;
     std::size_t set;
@@ -137,6 +141,7 @@ std::string groupTable(std::span<const RecordSet> sets, std::size_t reference,
       columns.push_back(
           {fmt::format("{} {}", sets[i].label, inplace ? "ip" : "oop"), i, inplace, Kind::busbw});
       if (i == reference && ranges) columns.push_back({"min-max", i, inplace, Kind::range});
+      if (i == reference && ceiling > 0) columns.push_back({"% ceil", i, inplace, Kind::ceiling});
     }
   for (std::size_t i = 0; i < sets.size(); ++i) {
     if (i == reference) continue;
@@ -165,6 +170,9 @@ std::string groupTable(std::span<const RecordSet> sets, std::size_t reference,
           const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
           text = formatBandwidth(*lo) + "-" + formatBandwidth(*hi);
         }
+      } else if (column.kind == Kind::ceiling) {
+        if (auto value = medianOrNone(busbwOverRounds(set, group, bytes, column.inplace)))
+          text = fmt::format("{:.0f}%", *value / ceiling * 100);
       } else if (column.kind == Kind::ratio) {
         std::vector<double> perRound;  // ours / theirs, both measured in the same round
         for (std::size_t round = 0; round < sets[reference].rounds.size(); ++round) {
@@ -201,6 +209,12 @@ std::string groupTable(std::span<const RecordSet> sets, std::size_t reference,
                                      "of the ratio within one round"
                                    : "");
   if (ranges) out += fmt::format("# min-max: {}'s busbw over its rounds\n", sets[reference].label);
+  if (ceiling > 0)
+    out += fmt::format(
+        "# % ceil: {}'s busbw against this machine's memory ceiling of {} GB/s busbw for {} "
+        "(probed: a+=b {} GB/s of traffic, memcpy {} GB/s, 2 threads)\n",
+        sets[reference].label, formatBandwidth(ceiling), group.first,
+        formatBandwidth(rates->addTrafficGbps), formatBandwidth(rates->copyGbps));
   if (havePlans)
     out += fmt::format("# plan: what {} ran{}\n", sets[reference].label,
                        severalRounds ? " in round 1; *: another round ran another plan" : "");
@@ -350,7 +364,8 @@ std::vector<BenchRecord> medianRecords(const RecordSet& set) {
   return out;
 }
 
-std::string comparisonTables(std::span<const RecordSet> sets) {
+std::string comparisonTables(std::span<const RecordSet> sets,
+                             const std::optional<MemoryRates>& rates) {
   if (sets.empty()) return {};
   std::size_t reference = 0;
   for (std::size_t i = 0; i < sets.size(); ++i)
@@ -368,7 +383,7 @@ std::string comparisonTables(std::span<const RecordSet> sets) {
   std::string out;
   for (const GroupKey& group : groups) {
     if (!out.empty()) out += "\n";
-    out += groupTable(sets, reference, group);
+    out += groupTable(sets, reference, group, rates);
   }
   return out;
 }

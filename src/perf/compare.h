@@ -3,11 +3,13 @@
 // of the per-round chorus / peer ratios.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "perf/memory_ceiling.h"
 #include "perf/record.h"
 
 namespace chorus::perf {
@@ -53,7 +55,11 @@ std::vector<BenchRecord> medianRecords(const RecordSet& set);
 // in-place when it differs), with '*' when another round ran another plan. Last, a geometric
 // mean of the median ratios per ratio column. The reference is the first set whose records are
 // library "chorus" (else the first set). "-" marks what a set did not run. A median of an even
-// count is the mean of the middle two.
-std::string comparisonTables(std::span<const RecordSet> sets);
+// count is the mean of the middle two. With `rates` (this machine's memory rates, measured in
+// the same run), each of the reference's busbw columns is followed by "% ceil": its median
+// busbw as a percentage of the collective's memory-bandwidth ceiling (memory_ceiling.h), for
+// the collectives and rank counts the model covers.
+std::string comparisonTables(std::span<const RecordSet> sets,
+                             const std::optional<MemoryRates>& rates = std::nullopt);
 
 }  // namespace chorus::perf

@@ -3,11 +3,13 @@
 // column marks plans that changed between rounds. Never asserts a time.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "perf/compare.h"
+#include "perf/memory_ceiling.h"
 #include "perf/record.h"
 #include "support/error.h"
 
@@ -217,6 +219,60 @@ TEST(PerfCompareRounds, MedianRecordsForTheChart) {
   EXPECT_DOUBLE_EQ(merged[0].timeUs, (1024 / 2e3 + 1024 / 3e3) / 2);
   EXPECT_DOUBLE_EQ(merged[0].minUs, 0.1);
   EXPECT_EQ(merged[0].bytes, 1024u);
+}
+
+TEST(PerfCompareCeiling, ChorusColumnsShowTheFractionOfTheMemoryCeiling) {
+  // allreduce on 2 ranks: ceiling = a+=b traffic / 5 = 4 GB/s; chorus at 3 GB/s is 75%.
+  const std::vector<RecordSet> sets = {oneCellRounds("chorus", {3.0}),
+                                       oneCellRounds("gloo", {1.5})};
+  const std::string table = comparisonTables(sets, MemoryRates{20.0, 8.0});
+  const std::vector<std::string> row = rowOf(table, 1024);
+  // size, chorus oop, % ceil, chorus ip, % ceil, gloo oop, gloo ip, ratio oop, ratio ip, plan
+  ASSERT_EQ(row.size(), 10u) << table;
+  EXPECT_EQ(row[1], "3.00") << table;
+  EXPECT_EQ(row[2], "75%") << table;
+  EXPECT_EQ(row[4], "-") << table;  // no in-place record
+  EXPECT_NE(table.find("memory ceiling of 4.00 GB/s busbw for allreduce"), std::string::npos)
+      << table;
+  EXPECT_EQ(comparisonTables(sets).find("% ceil"), std::string::npos);
+}
+
+TEST(PerfCompareCeiling, ModelPerCollective) {
+  const MemoryRates rates{30.0, 10.0};
+  EXPECT_DOUBLE_EQ(*ceilingBusbw("allreduce", 2, rates), 6.0);
+  EXPECT_DOUBLE_EQ(*ceilingBusbw("reducescatter", 2, rates), 5.0);
+  EXPECT_DOUBLE_EQ(*ceilingBusbw("allgather", 2, rates), 5.0);
+  EXPECT_DOUBLE_EQ(*ceilingBusbw("alltoall", 2, rates), 5.0);
+  EXPECT_FALSE(ceilingBusbw("allreduce", 4, rates));
+  EXPECT_FALSE(ceilingBusbw("broadcast", 2, rates));
+}
+
+TEST(PerfCompareCeiling, RatesFileRoundTripsAndBadFilesAreNamed) {
+  const std::string path = ::testing::TempDir() + "membw_test.json";
+  {
+    std::ofstream out(path);
+    out << memoryRatesJson(MemoryRates{27.5, 9.25});
+  }
+  const MemoryRates read = readMemoryRatesFile(path);
+  EXPECT_DOUBLE_EQ(read.addTrafficGbps, 27.5);
+  EXPECT_DOUBLE_EQ(read.copyGbps, 9.25);
+  {
+    std::ofstream out(path);
+    out << "{\"add_traffic_gbps\": 3}";
+  }
+  try {
+    readMemoryRatesFile(path);
+    FAIL() << "expected ParseError";
+  } catch (const ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("copy_gbps"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(readMemoryRatesFile(path + ".missing"), ParseError);
+}
+
+TEST(PerfCompareCeiling, ProbeMeasuresPositiveRates) {
+  const MemoryRates rates = probeMemoryRates(std::size_t{1} << 20, 1);  // small: a smoke test
+  EXPECT_GT(rates.addTrafficGbps, 0);
+  EXPECT_GT(rates.copyGbps, 0);
 }
 
 }  // namespace
