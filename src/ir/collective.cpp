@@ -353,6 +353,11 @@ void registerCustomCollective(const std::string& name, CustomCollectiveFactory f
   registry.factories[name] = factory;
 }
 
+bool isChorusCustomCollectiveName(const std::string& name) {
+  return name == "alltonext" || name == "alltonext-forward" || name == "alltonext-backward" ||
+         name == "alltonext-backwards" || name.starts_with(kGroupReductionPrefix);
+}
+
 std::vector<std::string> customCollectiveNames() {
   auto& registry = customRegistry();
   std::lock_guard lock(registry.mutex);

@@ -110,6 +110,10 @@ using CustomCollectiveFactory =
 // Registering a name again replaces its factory.
 void registerCustomCollective(const std::string& name, CustomCollectiveFactory factory);
 
+// Whether `name` is one of chorus's own custom collectives (AllToNext's names) or a group
+// reduction's: names that registerCustomCollective's callers must not take over.
+bool isChorusCustomCollectiveName(const std::string& name);
+
 // The names makeCustomCollective knows, sorted (registered ones included; thread-safe).
 std::vector<std::string> customCollectiveNames();
 // customCollectiveNames() and the group-reduction form as one phrase for messages:

@@ -74,6 +74,11 @@ class TableCollective : public Collective {
 void checkTable(const CollectiveTable& table) {
   const std::string& name = table.name;
   if (name.empty()) throw OptionError("a custom collective needs a name");
+  if (isChorusCustomCollectiveName(name))
+    throw OptionError(fmt::format(
+        "a custom collective cannot be named '{}': chorus defines that collective itself; use "
+        "lang::allToNext/allToNextBackward (Python: AllToNext) or another name",
+        name));
   if (table.nranks < 1)
     throw OptionError(
         fmt::format("custom collective '{}' needs at least 1 rank, got {}", name, table.nranks));

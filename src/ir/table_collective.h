@@ -25,7 +25,7 @@ struct CollectiveTable {
 // Checks the table (one row per rank, values naming input chunks that exist and start
 // initialized) and returns its collective. Its chunk factor is its largest buffer in chunks
 // (MSCCL's nchunksperloop); refined(f) cuts every chunk into f. Throws OptionError naming the
-// first bad entry.
+// first bad entry, or when the name is one of chorus's own custom collectives.
 std::shared_ptr<const Collective> makeTableCollective(CollectiveTable table);
 
 // Registers `collective` (from makeTableCollective) under its name, so plans naming it

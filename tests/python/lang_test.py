@@ -124,6 +124,8 @@ def xml(program, **options):
 class MatchesTheCppDsl(unittest.TestCase):
     """A Python program and the library's C++ builder give the same plan."""
 
+    maxDiff = None  # a mismatch prints the whole XML diff
+
     def same(self, python_program, name, **request):
         self.assertEqual(xml(python_program), xml(library(name, **request)), name)
 
@@ -266,6 +268,8 @@ class CustomCollectives(unittest.TestCase):
             CustomCollective("py-bad", 2, 1, 1, postcondition=lambda r, i: Chunk(5, 0))
         with self.assertRaisesRegex(chorus.OptionError, "built-in"):
             CustomCollective("allreduce", 2, 1, 1, postcondition=lambda r, i: None)
+        with self.assertRaisesRegex(chorus.OptionError, "chorus defines"):
+            CustomCollective("alltonext", 2, 1, 1, postcondition=lambda r, i: None)
 
 
 class ErrorsNameThePythonLine(unittest.TestCase):

@@ -53,6 +53,8 @@ TEST(TableCollective, RejectsBadTables) {
   CollectiveTable foreignInput = rotation("t", 3);
   foreignInput.initial[0][1] = ChunkValue::of({1, 1});  // rank 0 cannot start with rank 1's
   EXPECT_THROW(makeTableCollective(foreignInput), OptionError);
+  EXPECT_THROW(makeTableCollective(rotation("alltonext", 3)), OptionError);  // chorus's own
+  EXPECT_THROW(makeTableCollective(rotation("group-reduction:0,1,2", 3)), OptionError);
   CollectiveTable missingSource = rotation("t", 3);
   missingSource.initial[2][0] = ChunkValue();  // unused, but rank 0 expects it
   try {
