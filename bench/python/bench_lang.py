@@ -10,6 +10,7 @@ compile (verifier off) and verify, each the median of --repeat runs:
 """
 
 import argparse
+import importlib.util
 import statistics
 import sys
 import time
@@ -60,11 +61,7 @@ def main():
     args = parser.parse_args()
     print("| ranks | DSL | trace s | compile s | verify s | total s | steps |")
     print("|---|---|---|---|---|---|---|")
-    try:
-        import msccl  # noqa: F401  (build/python/compat on the path)
-        mscclang = True
-    except ImportError:
-        mscclang = False
+    mscclang = importlib.util.find_spec("msccl") is not None  # build/python/compat on the path
     for ranks in args.ranks:
         builders = [("Python", lambda: ring_in_python(ranks)),
                     ("C++", lambda: library("allreduce.ring", ranks=ranks))]
