@@ -17,14 +17,10 @@ namespace chorus::python {
 struct PlanHandle {
   std::shared_ptr<const ir::Algorithm> algorithm;
   std::vector<compiler::PassStats> passes;  // empty for loaded plans
-  double traceMilliseconds = 0;             // library algorithms: time to trace the program
 };
 
 void bindProgram(pybind11::module_& module);  // bind_program.cpp
 void bindPlan(pybind11::module_& module);     // bind_plan.cpp
 void bindExecute(pybind11::module_& module);  // bind_execute.cpp
-
-// Compiles a traced DAG (the caller checked the traced postcondition).
-PlanHandle compileDag(const ir::Dag& dag, const compiler::CompileOptions& options);
 
 }  // namespace chorus::python

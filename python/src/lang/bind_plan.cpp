@@ -136,7 +136,7 @@ void bindPlan(py::module_& m) {
       [](const std::string& path) {
         std::vector<PlanHandle> out;
         for (ir::Algorithm& a : ir::readAlgorithmsFile(path))
-          out.push_back({std::make_shared<const ir::Algorithm>(std::move(a)), {}, 0});
+          out.push_back({std::make_shared<const ir::Algorithm>(std::move(a)), {}});
         return out;
       },
       py::arg("path"), "Every plan in an MSCCL XML, chorus JSON or text IR file.");
@@ -145,7 +145,7 @@ void bindPlan(py::module_& m) {
       [](const std::string& text, const std::string& sourceName) {
         std::vector<PlanHandle> out;
         for (ir::Algorithm& a : ir::readAlgorithms(text, sourceName))
-          out.push_back({std::make_shared<const ir::Algorithm>(std::move(a)), {}, 0});
+          out.push_back({std::make_shared<const ir::Algorithm>(std::move(a)), {}});
         return out;
       },
       py::arg("text"), py::arg("source_name") = "<string>",

@@ -266,7 +266,9 @@ void bindNativeProgram(py::module_& m) {
             // The traced postcondition first, as `chorus compile` does: it names the wrong
             // chunks, where the verifier would name steps.
             algorithms::requirePostcondition(*h.program, h.program->dag().name);
-            return compileDag(h.program->dag(), options);
+            compiler::CompileResult result = compiler::compileProgram(h.program->dag(), options);
+            return PlanHandle{std::make_shared<const ir::Algorithm>(std::move(result.algorithm)),
+                              std::move(result.passes)};
           },
           py::arg("options"));
 }
@@ -309,9 +311,8 @@ void bindLibrary(py::module_& m) {
         }
         request.instances = instances;
         request.protocol = protocolNamed(protocol);
-        std::unique_ptr<lang::Program> program = algorithms::buildProgram(request);
-        algorithms::requirePostcondition(*program, info.name);
-        return ProgramHandle{std::shared_ptr<lang::Program>(std::move(program)), {}};
+        // Its postcondition is checked when it is compiled, as for any program.
+        return ProgramHandle{std::shared_ptr<lang::Program>(algorithms::buildProgram(request)), {}};
       },
       py::arg("name"), py::arg("ranks") = 0, py::arg("nodes") = 0, py::arg("gpus_per_node") = 0,
       py::arg("params") = std::map<std::string, py::object>{}, py::arg("instances") = 1,
@@ -320,12 +321,6 @@ void bindLibrary(py::module_& m) {
 }
 
 }  // namespace
-
-PlanHandle compileDag(const ir::Dag& dag, const compiler::CompileOptions& options) {
-  compiler::CompileResult result = compiler::compileProgram(dag, options);
-  return PlanHandle{std::make_shared<const ir::Algorithm>(std::move(result.algorithm)),
-                    std::move(result.passes), 0};
-}
 
 void bindProgram(py::module_& m) {
   py::enum_<ir::BufferKind>(m, "Buffer", "A rank's buffers: input, output and scratch.")
