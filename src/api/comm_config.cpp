@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/interpreter.h"
 #include "support/env.h"
 #include "support/error.h"
 #include "support/size.h"
@@ -94,6 +95,12 @@ int resolveThreads(const CommConfig& config) {
   return static_cast<int>(envInt("CHORUS_THREADS", 1, kMaxThreads).value_or(1));
 }
 
+// A byte threshold from `variable` (0 switches the feature off), else `fallback`.
+std::size_t resolveThreshold(const char* variable, std::size_t fallback) {
+  if (auto env = envSize(variable)) return static_cast<std::size_t>(*env);
+  return fallback;
+}
+
 }  // namespace
 
 ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind) {
@@ -106,6 +113,10 @@ ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind) {
       config.tuningFile ? *config.tuningFile : envString("CHORUS_TUNING_FILE").value_or("");
   resolved.fifo.slots = resolveSlots(config);
   resolved.fifo.slotBytes = resolveSlotBytes(config);
+  resolved.fifo.singleCopyBytes =
+      resolveThreshold("CHORUS_SINGLE_COPY_BYTES", transport::FifoOptions{}.singleCopyBytes);
+  resolved.streamingCallBytes =
+      resolveThreshold("CHORUS_STREAMING_BYTES", runtime::kDefaultStreamingCallBytes);
   resolved.threads = resolveThreads(config);
   resolved.authToken = envString("CHORUS_AUTH_TOKEN").value_or("");
   resolved.socketIfname = envString("CHORUS_SOCKET_IFNAME").value_or("");

@@ -289,6 +289,7 @@ void Communicator::Impl::execute(const api::PreparedCollective& p, std::uint64_t
   options.workspace = &workspace_;
   options.planKey = p.shape->planKey;
   options.threads = config_.threads;
+  options.streamingCallBytes = config_.streamingCallBytes;
   runtime::executeRank(a, rank_, args, connections(), options);
 }
 

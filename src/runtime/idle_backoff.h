@@ -16,6 +16,8 @@ class IdleBackoff {
   explicit IdleBackoff(int ranksOnHost) : spinLimit_(ranksOnHost <= cores() ? 4096 : 64) {}
 
   void reset() { idle_ = 0; }
+  // Idle rounds since the last reset().
+  int idleRounds() const { return idle_; }
 
   // One idle round: spins, yields or sleeps. True every 64th round, when the caller should
   // check for failures and its deadline.

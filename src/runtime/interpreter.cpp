@@ -14,6 +14,8 @@
 #include "ir/collective.h"
 #include "runtime/idle_backoff.h"
 #include "runtime/reduce_kernels.h"
+#include "runtime/remote_ledger.h"
+#include "runtime/stream_copy.h"
 #include "support/error.h"
 
 namespace chorus::runtime {
@@ -21,6 +23,14 @@ namespace chorus::runtime {
 namespace {
 
 constexpr int kBuffers = 3;
+// A message received by reference is reduced in blocks of this size, copied out of the
+// sender's memory into a buffer that stays in this core's cache.
+constexpr std::size_t kBounceBytes = std::size_t{128} << 10;
+// A step whose write overlaps a message sent by reference waits for the receiver to copy it;
+// after this many idle rounds of its executor thread it evicts the message instead.
+constexpr int kEvictAfterIdleRounds = 256;
+// After a failure, how long a rank waits for peers still copying its buffers.
+constexpr int kAbandonPatienceMs = 1000;
 
 int bufferSlot(ir::BufferKind kind) {
   return static_cast<int>(kind);
@@ -53,11 +63,23 @@ struct RankMemory {
   std::vector<std::uint8_t>* staged = nullptr;  // [kBuffers] padded copies when staging
   bool staging = false;
   std::size_t callBytes = 0;                // the larger of this rank's input and output
+  bool streaming = false;                   // write input/output with non-temporal stores
   std::uint8_t* privateOutputOf = nullptr;  // user output to fill from a private one at the end
 
   std::uint8_t* piece(ir::BufferKind kind, int chunk, std::size_t offset) const {
     return base[bufferSlot(kind)] +
            (static_cast<std::size_t>(chunk) * chunkElems + offset) * elemSize;
+  }
+
+  // Pieces `offset`..+len of chunks first..first+count-1 of a buffer.
+  transport::RemoteRegion pieces(ir::BufferKind kind, int first, int count, std::size_t offset,
+                                 std::size_t len) const {
+    transport::RemoteRegion r;
+    r.address = reinterpret_cast<std::uintptr_t>(piece(kind, first, offset));
+    r.pieceBytes = len * elemSize;
+    r.stride = chunkElems * elemSize;
+    r.pieces = static_cast<std::uint32_t>(count);
+    return r;
   }
 };
 
@@ -119,6 +141,8 @@ class RankExecutor {
     const std::size_t inBytes = elements(collective_->inputChunks(rank_)) * mem_.elemSize;
     const std::size_t outBytes = elements(collective_->outputChunks(rank_)) * mem_.elemSize;
     mem_.callBytes = std::max(inBytes, outBytes);
+    mem_.streaming =
+        options_.streamingCallBytes != 0 && mem_.callBytes >= options_.streamingCallBytes;
     bool aliasOk = true;
     if (a_.inPlace) {
       for (auto kind : {ir::BufferKind::input, ir::BufferKind::output}) {
@@ -279,11 +303,22 @@ class RankExecutor {
   void derivePlanFacts() {
     PlanFacts& f = *facts_;
     f.maxCount = 1;
+    f.reduces = false;
     for (const auto& r : a_.ranks)
       for (const auto& tb : r.threadblocks)
-        for (const auto& s : tb.steps)
+        for (const auto& s : tb.steps) {
           if (ir::opSends(s.op) || ir::opReceives(s.op))
             f.maxCount = std::max<std::size_t>(f.maxCount, static_cast<std::size_t>(s.count));
+          f.reduces = f.reduces || (ir::opReceives(s.op) && ir::opReadsSrc(s.op));
+        }
+    bool read[kBuffers] = {false, false, false};
+    for (const auto& tb : program_.threadblocks)
+      for (const auto& s : tb.steps) {
+        if (ir::opReadsSrc(s.op)) read[bufferSlot(s.srcBuffer)] = true;
+        if (ir::opReadsDst(s.op)) read[bufferSlot(s.dstBuffer)] = true;
+      }
+    for (auto kind : {ir::BufferKind::input, ir::BufferKind::output})
+      f.streamable[bufferSlot(kind)] = !a_.inPlace && !read[bufferSlot(kind)];
     const std::size_t n = program_.threadblocks.size();
     f.sendFifos.assign(n, nullptr);
     f.recvFifos.assign(n, nullptr);
@@ -300,6 +335,15 @@ class RankExecutor {
   }
 
   void loop() {
+    try {
+      runWorkers();
+    } catch (...) {
+      ledger_.abandon(kAbandonPatienceMs);
+      throw;
+    }
+  }
+
+  void runWorkers() {
     unfinished_ = 0;
     for (const auto& task : tasks_)
       unfinished_ += task.done ? 0 : 1;
@@ -355,7 +399,10 @@ class RankExecutor {
     std::size_t mine = 0;
     for (std::size_t t = static_cast<std::size_t>(w); t < tasks_.size(); t += n)
       mine += tasks_[t].done ? 0 : 1;
-    while (primary ? unfinished_.load(std::memory_order_acquire) > 0 : mine > 0) {
+    // The primary also waits until every message this rank sent by reference has settled: the
+    // buffers are the caller's again once the call returns.
+    while (primary ? unfinished_.load(std::memory_order_acquire) > 0 || !ledger_.settle()
+                   : mine > 0) {
       bool progressed = false;
       for (std::size_t t = static_cast<std::size_t>(w); t < tasks_.size(); t += n) {
         TaskState& task = tasks_[t];
@@ -370,8 +417,11 @@ class RankExecutor {
       }
       if (progressed) {
         backoff.reset();
+        if (stuck_.load(std::memory_order_relaxed)) stuck_.store(false, std::memory_order_relaxed);
         continue;
       }
+      if (backoff.idleRounds() == kEvictAfterIdleRounds)
+        stuck_.store(true, std::memory_order_relaxed);
       // Nothing could run: back off, and now and then check for failures and the deadline.
       if (backoff.pause()) {
         if (stop_.load(std::memory_order_relaxed)) return WorkerEnd::stopped;
@@ -393,6 +443,8 @@ class RankExecutor {
 
   [[noreturn]] void failTimeout() {
     std::string waits;
+    if (!ledger_.empty())
+      waits = "; waits for its peers to finish copying the messages it sent by reference";
     for (const auto& task : tasks_) {
       if (task.done) continue;
       const ir::Step& s = task.tb->steps[task.step];
@@ -440,30 +492,50 @@ class RankExecutor {
     const ir::Step& s = task.tb->steps[task.step];
     for (const auto& d : s.deps)
       if (!depDone(d, task.iteration)) return false;
+    const bool receives = ir::opReceives(s.op);
     transport::RecvSlot slot;
     std::uint8_t* out = nullptr;
-    if (ir::opReceives(s.op) && !task.recv->tryRecvSlot(&slot)) return false;
+    if (receives && !task.recv->tryRecvSlot(&slot)) return false;
     if (ir::opSends(s.op) && (out = task.send->trySendSlot()) == nullptr) return false;
-    const std::uint8_t* in = slot.data;
-    const std::size_t inBytes = slot.bytes;
-    if (in && slot.tag != options_.callTag) failMismatchedCall(task);
+    if (receives && slot.tag != options_.callTag) failMismatchedCall(task);
 
     const std::size_t offset = task.iteration * tileElems_;
     const std::size_t len = std::min(tileElems_, mem_.chunkElems - offset);
     const std::size_t pieceBytes = len * mem_.elemSize;
     const std::size_t messageBytes = pieceBytes * static_cast<std::size_t>(s.count);
-    if (in && inBytes != messageBytes) {
+    if (receives && slot.bytes != messageBytes) {
       const std::string message = fmt::format(
           "rank {}: {}: tb {} step {} ({}) expected {} bytes from rank {} but got {}; the ranks "
           "are not running the same algorithm, count or datatype",
           rank_, label(), task.tb->id, task.step, opText(s.op), messageBytes, task.tb->recvPeer,
-          inBytes);
+          slot.bytes);
       connections_.abort(message);
       throw CommError(message);
     }
-    execute(s, in, out, offset, len, pieceBytes);
-    if (in) task.recv->releaseRecv();
-    if (out) task.send->commitSend(messageBytes, options_.callTag);
+    // A write must not change what a message this rank sent by reference still points at.
+    if (ir::opWritesDst(s.op) && !ledger_.empty() &&
+        !ledger_.clearForWrite(mem_.pieces(s.dstBuffer, s.dstIndex, s.count, offset, len),
+                               stuck_.load(std::memory_order_relaxed)))
+      return false;
+    if (slot.remote && task.recv->claimRemote(&slot) == transport::RemoteClaim::wait) return false;
+    // Data this step leaves in this rank's buffers goes by reference where the connection
+    // allows, in plans that only move data and calls that fit the cache (measured: copying
+    // out of another process's memory loses to two copies with streaming stores beyond that);
+    // a reduced message only exists in the slot.
+    const bool byReference =
+        out && s.op != ir::OpKind::recvReduceSend &&
+        (options_.alwaysByReference || (!facts_->reduces && !mem_.streaming)) &&
+        task.send->acceptsRemote(messageBytes);
+    execute(s, slot, task.recv, byReference ? nullptr : out, offset, len, pieceBytes);
+    if (receives) task.recv->releaseRecv();
+    if (byReference) {
+      const bool fromSrc = s.op == ir::OpKind::send;
+      const auto region = mem_.pieces(fromSrc ? s.srcBuffer : s.dstBuffer,
+                                      fromSrc ? s.srcIndex : s.dstIndex, s.count, offset, len);
+      ledger_.add(*task.send, task.send->commitRemote(region, options_.callTag), region);
+    } else if (out) {
+      task.send->commitSend(messageBytes, options_.callTag);
+    }
 
     task.completed.store(task.completed.load(std::memory_order_relaxed) + 1,
                          std::memory_order_release);
@@ -474,48 +546,108 @@ class RankExecutor {
     return true;
   }
 
-  void reducePieces(std::uint8_t* dst, const std::uint8_t* a, const std::uint8_t* b,
-                    std::size_t elems) {
-    reduceElements(args_.type, args_.op, dst, a, b, elems);
+  bool streams(ir::BufferKind kind) const {
+    return mem_.streaming && facts_->streamable[bufferSlot(kind)];
+  }
+
+  // memcpy into a buffer of `kind`.
+  void put(ir::BufferKind kind, std::uint8_t* dst, const std::uint8_t* src, std::size_t bytes) {
+    if (streams(kind))
+      streamCopy(dst, src, bytes);
+    else
+      std::memcpy(dst, src, bytes);
+  }
+
+  // dst = a op b into a buffer of `kind` (dst may be a or b), `elems` elements.
+  void combine(ir::BufferKind kind, std::uint8_t* dst, const std::uint8_t* a, const std::uint8_t* b,
+               std::size_t elems) {
+    if (streams(kind))
+      streamReduce(args_.type, args_.op, dst, a, b, elems);
+    else
+      reduceElements(args_.type, args_.op, dst, a, b, elems);
+  }
+
+  // The received message's bytes [at, at + bytes) into `dst`, a buffer of `kind`: from the slot,
+  // or straight out of the sender's memory for a message by reference.
+  void fetch(const transport::RecvSlot& slot, transport::Fifo* recv, ir::BufferKind kind,
+             std::uint8_t* dst, std::size_t at, std::size_t bytes) {
+    if (slot.remote)
+      recv->readRemote(dst, at, bytes);
+    else
+      put(kind, dst, slot.data + at, bytes);
+  }
+
+  // dst = (the message's elements from byte `at`) op src, `elems` elements, into a buffer of
+  // `kind`. A message by reference is copied out in blocks that stay in this core's cache.
+  void reduceReceived(const transport::RecvSlot& slot, transport::Fifo* recv, ir::BufferKind kind,
+                      std::uint8_t* dst, std::size_t at, const std::uint8_t* src,
+                      std::size_t elems) {
+    if (!slot.remote) return combine(kind, dst, slot.data + at, src, elems);
+    thread_local std::vector<std::uint8_t> bounce;
+    std::uint8_t* buffer = pageAligned(bounce, kBounceBytes);
+    const std::size_t block = std::max<std::size_t>(1, kBounceBytes / mem_.elemSize);
+    for (std::size_t done = 0; done < elems; done += block) {
+      const std::size_t n = std::min(block, elems - done);
+      recv->readRemote(buffer, at + done * mem_.elemSize, n * mem_.elemSize);
+      combine(kind, dst + done * mem_.elemSize, buffer, src + done * mem_.elemSize, n);
+    }
   }
 
   // Executes one step on one tile. Pieces of a multi-count step are `len` elements of each
-  // chunk; in a message they are packed back to back.
-  void execute(const ir::Step& s, const std::uint8_t* in, std::uint8_t* out, std::size_t offset,
-               std::size_t len, std::size_t pieceBytes) {
+  // chunk; in a message they are packed back to back. `out` is the send slot, or nullptr when
+  // nothing is to be written there (no send, or the message goes by reference).
+  void execute(const ir::Step& s, const transport::RecvSlot& in, transport::Fifo* recv,
+               std::uint8_t* out, std::size_t offset, std::size_t len, std::size_t pieceBytes) {
+    constexpr auto kSlot = ir::BufferKind::scratch;  // slots are read again soon: never streamed
     for (int i = 0; i < s.count; ++i) {
       const std::size_t at = static_cast<std::size_t>(i) * pieceBytes;
       switch (s.op) {
         case ir::OpKind::send:
-          std::memcpy(out + at, mem_.piece(s.srcBuffer, s.srcIndex + i, offset), pieceBytes);
+          if (out)
+            std::memcpy(out + at, mem_.piece(s.srcBuffer, s.srcIndex + i, offset), pieceBytes);
           break;
         case ir::OpKind::recv:
-          std::memcpy(mem_.piece(s.dstBuffer, s.dstIndex + i, offset), in + at, pieceBytes);
+          fetch(in, recv, s.dstBuffer, mem_.piece(s.dstBuffer, s.dstIndex + i, offset), at,
+                pieceBytes);
           break;
-        case ir::OpKind::recvCopySend:
-          std::memcpy(mem_.piece(s.dstBuffer, s.dstIndex + i, offset), in + at, pieceBytes);
-          std::memcpy(out + at, in + at, pieceBytes);
+        case ir::OpKind::recvCopySend: {
+          std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
+          if (out && !in.remote) std::memcpy(out + at, in.data + at, pieceBytes);
+          fetch(in, recv, s.dstBuffer, dst, at, pieceBytes);
+          if (out && in.remote) std::memcpy(out + at, dst, pieceBytes);
           break;
+        }
         case ir::OpKind::recvReduceCopy:
-          reducePieces(mem_.piece(s.dstBuffer, s.dstIndex + i, offset), in + at,
-                       mem_.piece(s.srcBuffer, s.srcIndex + i, offset), len);
+          reduceReceived(in, recv, s.dstBuffer, mem_.piece(s.dstBuffer, s.dstIndex + i, offset), at,
+                         mem_.piece(s.srcBuffer, s.srcIndex + i, offset), len);
           break;
         case ir::OpKind::recvReduceSend:
-          reducePieces(out + at, in + at, mem_.piece(s.srcBuffer, s.srcIndex + i, offset), len);
+          reduceReceived(in, recv, kSlot, out + at, at,
+                         mem_.piece(s.srcBuffer, s.srcIndex + i, offset), len);
           break;
         case ir::OpKind::recvReduceCopySend: {
           std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
-          reducePieces(out + at, in + at, mem_.piece(s.srcBuffer, s.srcIndex + i, offset), len);
-          std::memcpy(dst, out + at, pieceBytes);
+          const std::uint8_t* src = mem_.piece(s.srcBuffer, s.srcIndex + i, offset);
+          if (out) {  // reduce into the slot, which stays in cache, then copy it home
+            reduceReceived(in, recv, kSlot, out + at, at, src, len);
+            put(s.dstBuffer, dst, out + at, pieceBytes);
+          } else {
+            reduceReceived(in, recv, s.dstBuffer, dst, at, src, len);
+          }
           break;
         }
-        case ir::OpKind::copy:
-          std::memmove(mem_.piece(s.dstBuffer, s.dstIndex + i, offset),
-                       mem_.piece(s.srcBuffer, s.srcIndex + i, offset), pieceBytes);
+        case ir::OpKind::copy: {
+          std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
+          const std::uint8_t* src = mem_.piece(s.srcBuffer, s.srcIndex + i, offset);
+          if (dst + pieceBytes <= src || src + pieceBytes <= dst)
+            put(s.dstBuffer, dst, src, pieceBytes);
+          else
+            std::memmove(dst, src, pieceBytes);
           break;
+        }
         case ir::OpKind::reduce: {
           std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
-          reducePieces(dst, dst, mem_.piece(s.srcBuffer, s.srcIndex + i, offset), len);
+          combine(s.dstBuffer, dst, dst, mem_.piece(s.srcBuffer, s.srcIndex + i, offset), len);
           break;
         }
         case ir::OpKind::nop:
@@ -539,6 +671,9 @@ class RankExecutor {
   std::span<TaskState> tasks_;
   std::atomic<std::size_t> unfinished_{0};  // tasks not done, over all executor threads
   std::atomic<bool> stop_{false};           // an executor thread failed: the others return
+  RemoteLedger ledger_;                     // messages sent by reference, not yet settled
+  // An executor thread made no progress for kEvictAfterIdleRounds: writes evict what blocks them.
+  std::atomic<bool> stuck_{false};
   std::size_t tileElems_ = 1;
   std::size_t iterations_ = 0;
 };

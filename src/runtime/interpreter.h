@@ -12,6 +12,7 @@
 #include "ir/algorithm.h"
 #include "ir/collective.h"
 #include "runtime/datatype.h"
+#include "runtime/stream_copy.h"
 #include "transport/connections.h"
 
 namespace chorus::runtime {
@@ -36,6 +37,13 @@ struct PlanFacts {
   std::vector<transport::Fifo*> recvFifos;  // per threadblock, nullptr if it does not receive
   std::size_t maxCount = 1;                 // largest count of a sending or receiving step
   std::size_t slotBytes = 0;                // smallest slot of those FIFOs
+  // Some rank reduces received data. Messages then never go by reference: copying them out of
+  // the sender's memory in the kernel and reducing from a bounce buffer measured slower than
+  // reducing straight from a slot (docs/performance.md).
+  bool reduces = false;
+  // Per ir::BufferKind: this rank never reads the buffer after writing it, so a streaming call
+  // may write it with non-temporal stores (an in-place plan's buffers are one, and are read).
+  bool streamable[3] = {false, false, false};
 };
 
 // Memory and facts the interpreter reuses across calls (staged copies, scratch, plan facts),
@@ -45,6 +53,8 @@ struct Workspace {
   std::vector<std::uint8_t> buffers[3];  // indexed by ir::BufferKind
   PlanFacts facts;
 };
+
+inline constexpr std::size_t kParallelCallBytes = std::size_t{1} << 20;
 
 struct ExecOptions {
   std::chrono::milliseconds timeout{300'000};  // per call; CHORUS_TIMEOUT overrides in the API
@@ -63,9 +73,14 @@ struct ExecOptions {
   // pays off; 1 (the default, right for a 2-core machine running a rank per core) never
   // starts any.
   int threads = 1;
+  // Calls whose larger buffer has at least this many bytes write the caller's buffers with
+  // non-temporal stores (stream_copy.h): their data would leave the cache before it is read
+  // again anyway. 0: never.
+  std::size_t streamingCallBytes = kDefaultStreamingCallBytes;
+  // Tests: send by reference whenever the FIFO accepts the message, also where the measured
+  // policy would copy (reducing plans, streaming calls), so every path gets exercised.
+  bool alwaysByReference = false;
 };
-
-inline constexpr std::size_t kParallelCallBytes = std::size_t{1} << 20;
 
 // Elements the input/output buffer of `rank` must hold for `count` (see CollectiveArgs).
 std::size_t inputElements(const ir::Algorithm& algorithm, int rank, std::size_t count);

@@ -448,6 +448,8 @@ ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRun
           exec.collectiveLabel = call.description.c_str();
           exec.callTag = call.tag;
           exec.workspace = &workspace;
+          exec.streamingCallBytes = options.streamingCallBytes;
+          exec.alwaysByReference = options.alwaysByReference;
           const CollectiveArgs args{buffers.input(), buffers.output(), options.count, options.type,
                                     options.op};
           const auto start = Clock::now();

@@ -38,6 +38,8 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
                               options.type, options.op};
           ExecOptions exec;
           exec.timeout = options.timeout;
+          exec.streamingCallBytes = options.streamingCallBytes;
+          exec.alwaysByReference = options.alwaysByReference;
           executeRank(algorithm, r, args, group.rank(r), exec);
         } catch (...) {
           errors[r] = std::current_exception();

@@ -12,13 +12,32 @@ namespace chorus::transport {
 struct FifoOptions {
   int slots = 8;
   std::size_t slotBytes = 256 << 10;  // payload per slot
+  // Messages of at least this many bytes may travel by reference (single copy: the receiver
+  // copies them straight out of the sender's memory) where the transport supports it; 0 never.
+  std::size_t singleCopyBytes = 64 << 10;
 };
 
-// A slot as the receiver sees it: payload, its size, and the sender's call tag.
+// A message left in the sender's memory for the receiver to copy out (single copy): `pieces`
+// runs of `pieceBytes` bytes, `stride` bytes apart, from `address` in the sender's address space.
+struct RemoteRegion {
+  std::uint64_t address = 0;
+  std::uint64_t pieceBytes = 0;
+  std::uint64_t stride = 0;
+  std::uint32_t pieces = 0;
+  std::size_t bytes() const { return static_cast<std::size_t>(pieceBytes) * pieces; }
+};
+
+// A slot as the receiver sees it: payload, its size, and the sender's call tag. `remote`: the
+// payload is still in the sender's memory (data is nullptr); claimRemote() it, then readRemote().
+// What claimRemote() found: `read` the message with readRemote(); the sender `evicted` it into
+// the slot (RecvSlot now describes the local payload); or `wait`, the sender is evicting it.
+enum class RemoteClaim { read, evicted, wait };
+
 struct RecvSlot {
   const std::uint8_t* data = nullptr;
   std::size_t bytes = 0;
   std::uint64_t tag = 0;
+  bool remote = false;
 };
 
 class Fifo {
@@ -37,6 +56,28 @@ class Fifo {
   virtual void releaseRecv() = 0;
   virtual std::size_t slotBytes() const = 0;
   virtual int slotCount() const = 0;
+
+  // ---- Single copy (optional): a message by reference --------------------------------------
+  // Sender: whether a message of `bytes` may go by reference on this connection (the transport
+  // supports it, the receiver can read this process's memory, and `bytes` reaches the
+  // threshold). The defaults say no, and then no other single-copy call is made.
+  virtual bool acceptsRemote(std::size_t /*bytes*/) const { return false; }
+  // Sender: publishes the slot from trySendSlot() as a reference to `region` (at most
+  // slotBytes() in all). The region must stay unchanged until remoteSettled(ticket) or
+  // evictRemote(ticket) returns true for the returned ticket.
+  virtual std::uint64_t commitRemote(const RemoteRegion& region, std::uint64_t tag);
+  // Sender: whether the receiver is done with the message (or it was evicted).
+  virtual bool remoteSettled(std::uint64_t ticket) const;
+  // Sender: copies the message into its slot so its region may change. False while the
+  // receiver is copying it (it will settle soon without further help). May run on another
+  // thread than the one sending, as long as one thread at a time evicts.
+  virtual bool evictRemote(std::uint64_t ticket);
+  // Receiver: for a slot tryRecvSlot() returned with `remote`, right before reading it (see
+  // RemoteClaim; after `wait`, call it again later).
+  virtual RemoteClaim claimRemote(RecvSlot* slot);
+  // Receiver: copies bytes [offset, offset + bytes) of the claimed message into `dst`. Throws
+  // CommError if the sender's memory cannot be read (the sender died).
+  virtual void readRemote(std::uint8_t* dst, std::size_t offset, std::size_t bytes);
 };
 
 }  // namespace chorus::transport

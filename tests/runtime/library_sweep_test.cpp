@@ -1,7 +1,8 @@
 // Every library algorithm at every rank count 2..16 (node-shaped ones at every N x G up to
 // 4 x 4), and each other named value of its parameters (alltonext direction=backward), runs on
 // the thread transport with the exact result: one element, and a count no chunking divides
-// (int32 sum; other types and ops are covered by thread_run_test.cpp).
+// (int32 sum; other types and ops are covered by thread_run_test.cpp); the odd count also with
+// every message by reference and with streaming stores.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -78,6 +79,21 @@ TEST_P(LibrarySweepOnThreads, ExactResult) {
     EXPECT_TRUE(report.ok()) << caseName(c) << " count " << count << ": " << report.firstWrong;
     EXPECT_GT(report.checkedElements, 0u);
   }
+  // The same with every message by reference (single copy), then with every write to the
+  // caller's buffers streamed.
+  runtime::ThreadRunOptions options;
+  options.count = 1031;
+  options.type = runtime::DataType::int32;
+  options.timeout = std::chrono::milliseconds(60'000);
+  options.fifo.slotBytes = 4096;
+  options.fifo.singleCopyBytes = 1;
+  options.alwaysByReference = true;
+  runtime::ThreadRunReport report = runtime::runOnThreads(algorithm, options);
+  EXPECT_TRUE(report.ok()) << caseName(c) << " by reference: " << report.firstWrong;
+  options.fifo.singleCopyBytes = 0;
+  options.streamingCallBytes = 1;
+  report = runtime::runOnThreads(algorithm, options);
+  EXPECT_TRUE(report.ok()) << caseName(c) << " streamed: " << report.firstWrong;
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, LibrarySweepOnThreads, ::testing::ValuesIn(sweepCases()),

@@ -12,10 +12,12 @@
 namespace chorus::testing_support {
 
 // Runs `rank`'s part of `a` on `count` elements `calls` times, each call tagged and published,
-// each waiting at most `timeout` on a peer.
+// each waiting at most `timeout` on a peer; `byReference`: every message the FIFOs accept goes
+// by reference.
 inline runtime::RunReport runCalls(const ir::Algorithm& a, int rank,
                                    transport::ConnectionSet& connections, std::size_t count,
-                                   int calls, std::chrono::milliseconds timeout) {
+                                   int calls, std::chrono::milliseconds timeout,
+                                   bool byReference = false) {
   runtime::RunOptions options;
   options.count = count;
   options.timeout = timeout;
@@ -28,6 +30,7 @@ inline runtime::RunReport runCalls(const ir::Algorithm& a, int rank,
     exec.timeout = options.timeout;
     exec.callTag = id.tag;
     exec.collectiveLabel = id.description.c_str();
+    exec.alwaysByReference = byReference;
     runtime::executeRank(a, rank, {buffers.input(), buffers.output(), count}, connections, exec);
   }
   return {};

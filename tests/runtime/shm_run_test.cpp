@@ -32,10 +32,15 @@ using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
+// `byReference`: every message by reference (single copy through process_vm_readv).
 runtime::RunReport runShm(const ir::Algorithm& a, std::size_t count,
                           DataType type = DataType::float32, ReduceOp op = ReduceOp::sum,
-                          int iterations = 1) {
+                          int iterations = 1, bool byReference = false) {
   runtime::ProcessRunOptions options;
+  if (byReference) {
+    options.fifo.singleCopyBytes = 1;
+    options.alwaysByReference = true;
+  }
   options.count = count;
   options.type = type;
   options.op = op;
@@ -90,14 +95,18 @@ TEST_P(LibraryOnShm, ExactResults) {
     std::size_t count;
     DataType type;
     ReduceOp op;
+    bool byReference = false;
   };
-  // One element, a count the chunking does not divide, and 300 KiB per block (many tiles).
-  for (const Case& c : {Case{1, DataType::float32, ReduceOp::sum}, Case{777, type, op},
-                        Case{(300 << 10) / 4, DataType::float32, ReduceOp::sum}}) {
-    const auto report = runShm(a, c.count, c.type, c.op);
+  // One element, a count the chunking does not divide, and 300 KiB per block (many tiles); the
+  // odd count again with every message by reference.
+  for (const Case& c :
+       {Case{1, DataType::float32, ReduceOp::sum}, Case{777, type, op},
+        Case{(300 << 10) / 4, DataType::float32, ReduceOp::sum}, Case{777, type, op, true}}) {
+    // By reference: a second call, so every FIFO's receiver has probed its sender by then.
+    const auto report = runShm(a, c.count, c.type, c.op, c.byReference ? 2 : 1, c.byReference);
     EXPECT_TRUE(report.ok()) << info.name << " count " << c.count << " "
                              << runtime::dataTypeName(c.type) << " " << runtime::reduceOpName(c.op)
-                             << ": " << report.firstWrong;
+                             << (c.byReference ? " by reference" : "") << ": " << report.firstWrong;
     EXPECT_GT(report.checkedElements, 0u);
   }
 }
@@ -222,6 +231,30 @@ TEST(ShmRunFailures, RankKilledMidCollectiveFailsEveryOtherRankFast) {
     EXPECT_EQ(outcomes[r].errorKind, runtime::RankErrorKind::comm) << outcomes[r].error;
     EXPECT_THAT(outcomes[r].error, HasSubstr("rank 1 (pid")) << "rank " << r;
     EXPECT_THAT(outcomes[r].error, HasSubstr("aborted"));
+  }
+}
+
+// A rank killed while its peers copy messages straight out of its memory: they fail fast and
+// name it, whether they notice through the liveness check or a failed process_vm_readv.
+TEST(ShmRunFailures, RankKilledWhilePeersReadItsMemoryFailsThemFast) {
+  const auto a = compile(algorithms::findAlgorithm("allgather.direct"));
+  const auto start = Clock::now();
+  runtime::RankProcessOptions options = processOptions(3);
+  options.fifo.singleCopyBytes = 1;
+  const auto outcomes =
+      runtime::runRankProcesses(options, [&](int rank, transport::ConnectionSet& connections) {
+        if (rank == 1) {
+          itimerval timer{};
+          timer.it_value.tv_usec = 50'000;
+          ::setitimer(ITIMER_REAL, &timer, nullptr);
+        }
+        return testing_support::runCalls(a, rank, connections, 1 << 16, 1'000'000, 30s, true);
+      });
+  EXPECT_LT(Clock::now() - start, 5s);
+  EXPECT_THAT(outcomes[1].error, HasSubstr("killed by signal 14"));
+  for (int r : {0, 2}) {
+    EXPECT_EQ(outcomes[r].errorKind, runtime::RankErrorKind::comm) << outcomes[r].error;
+    EXPECT_THAT(outcomes[r].error, HasSubstr("rank 1")) << "rank " << r;
   }
 }
 

@@ -1,21 +1,34 @@
 #include "transport/shm/shm_fifo.h"
 
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <new>
+#include <system_error>
 
 #include <fmt/format.h>
 
 #include "support/error.h"
 #include "support/size.h"
+#include "transport/remote_message.h"
 
 namespace chorus::transport {
 
 namespace {
 
 constexpr std::uint64_t kFifoMagic = 0x6f6669662d6d6873ull;  // "shm-fifo"
-constexpr std::uint32_t kFifoVersion = 2;
+constexpr std::uint32_t kFifoVersion = 3;
 constexpr std::size_t kPageBytes = 4096;
+// SlotMeta::bytes of a message by reference carries this flag.
+constexpr std::uint64_t kRemoteFlag = std::uint64_t{1} << 63;
+// The word a receiver reads from the sender's memory to prove it may (probeSender()).
+constexpr std::uint64_t kProbeMagic = 0x65626f72702d616dull;  // "ma-probe"
+const volatile std::uint64_t senderProbeWord = kProbeMagic;
+
+enum : std::uint32_t { kRemoteUnknown = 0, kRemoteReadable = 1, kRemoteUnreadable = 2 };
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "the shm FIFO counters must be lock-free to work across processes");
@@ -24,7 +37,8 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
 
 // Segment layout: this header, then `slots` SlotMeta (one cache line each), then the payloads,
 // each starting on a 4096-byte boundary. tail = slots released by the receiver, on its own
-// cache line.
+// cache line. The sending end publishes its pid and the address of senderProbeWord; the
+// receiving end says whether it could read that word (single copy), on a line of their own.
 struct ShmFifo::Control {
   std::atomic<std::uint64_t> magic;
   std::uint32_t version;
@@ -33,18 +47,27 @@ struct ShmFifo::Control {
   std::uint64_t stride;
   std::uint64_t payloadOffset;
   alignas(64) std::atomic<std::uint64_t> tail;
+  alignas(64) std::atomic<std::int64_t> senderPid;
+  std::atomic<std::uint64_t> senderProbe;
+  std::atomic<std::uint32_t> remoteReadable;
 };
 
 // Written by the sender; `sequence` last, with release ordering: it becomes k + 1 when message
 // number k is in the slot, so the receiver polls this one line and finds the size, the tag
 // and (for messages of up to kInlineBytes) the payload in it - one cache-line transfer for a
-// small message instead of three (counter, metadata, payload).
+// small message instead of three (counter, metadata, payload). A message by reference keeps
+// its RemoteSlot there instead.
 struct alignas(64) ShmFifo::SlotMeta {
   std::atomic<std::uint64_t> sequence;
-  std::uint64_t bytes;
+  std::uint64_t bytes;  // | kRemoteFlag for a message by reference
   std::uint64_t tag;
-  std::uint8_t inlined[kInlineBytes];
+  alignas(8) std::uint8_t inlined[kInlineBytes];
+
+  RemoteSlot& remote() { return *std::launder(reinterpret_cast<RemoteSlot*>(inlined)); }
 };
+
+static_assert(sizeof(RemoteSlot) <= 40 && alignof(RemoteSlot) <= 8,
+              "a slot's single-copy record must fit its metadata line");
 
 namespace {
 
@@ -83,6 +106,9 @@ void ShmFifo::format(const ShmSegment& segment, const FifoOptions& options) {
   control->stride = g.stride;
   control->payloadOffset = g.payloadOffset;
   control->tail.store(0, std::memory_order_relaxed);
+  control->senderPid.store(0, std::memory_order_relaxed);
+  control->senderProbe.store(0, std::memory_order_relaxed);
+  control->remoteReadable.store(kRemoteUnknown, std::memory_order_relaxed);
   for (int s = 0; s < options.slots; ++s)
     new (segment.data() + sizeof(Control) + s * sizeof(SlotMeta)) SlotMeta{};
   control->magic.store(kFifoMagic, std::memory_order_release);
@@ -95,8 +121,8 @@ bool ShmFifo::isReady(const ShmSegment& segment) {
 }
 
 ShmFifo::ShmFifo(ShmSegment segment, const FifoOptions& options, const std::string& connection,
-                 const std::string& settings)
-    : segment_(std::move(segment)) {
+                 const std::string& settings, bool sender, bool singleCopy)
+    : segment_(std::move(segment)), connection_(connection) {
   CHORUS_INTERNAL_ASSERT(isReady(segment_), "shm FIFO segment used before it was published");
   control_ = reinterpret_cast<Control*>(segment_.data());
   const Geometry g = geometryOf<Control, SlotMeta>(options);
@@ -118,6 +144,35 @@ ShmFifo::ShmFifo(ShmSegment segment, const FifoOptions& options, const std::stri
   // Each end is opened once per process (prefixes are unique per communicator), so this
   // process's end starts at message 0; only the receiver's progress is shared.
   cachedTail_ = control_->tail.load(std::memory_order_acquire);
+  if (!singleCopy || options.singleCopyBytes == 0) {
+    // This end never sends by reference, or refuses to read by reference.
+    if (!sender) control_->remoteReadable.store(kRemoteUnreadable, std::memory_order_release);
+    probed_ = true;
+  } else if (sender) {
+    singleCopyBytes_ = options.singleCopyBytes;
+    control_->senderProbe.store(reinterpret_cast<std::uintptr_t>(&senderProbeWord),
+                                std::memory_order_relaxed);
+    control_->senderPid.store(static_cast<std::int64_t>(::getpid()), std::memory_order_release);
+  }
+}
+
+// Receiver: once the sender has published its pid, reads its probe word through
+// process_vm_readv, and tells the sender whether that worked (then it may send by reference).
+void ShmFifo::probeSender() {
+  const std::int64_t pid = control_->senderPid.load(std::memory_order_acquire);
+  if (pid == 0) return;  // the sending end is not open yet
+  probed_ = true;
+  std::uint64_t word = 0;
+  iovec local{&word, sizeof word};
+  iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(
+                   control_->senderProbe.load(std::memory_order_relaxed))),
+               sizeof word};
+  const bool readable = ::process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0) ==
+                            static_cast<ssize_t>(sizeof word) &&
+                        word == kProbeMagic;
+  senderPid_ = static_cast<int>(pid);
+  control_->remoteReadable.store(readable ? kRemoteReadable : kRemoteUnreadable,
+                                 std::memory_order_release);
 }
 
 std::uint8_t* ShmFifo::trySendSlot() {
@@ -126,6 +181,91 @@ std::uint8_t* ShmFifo::trySendSlot() {
     if (head_ - cachedTail_ >= slots_) return nullptr;
   }
   return payload_ + sendIndex_ * stride_;
+}
+
+bool ShmFifo::acceptsRemote(std::size_t bytes) const {
+  return singleCopyBytes_ != 0 && bytes >= singleCopyBytes_ &&
+         control_->remoteReadable.load(std::memory_order_acquire) == kRemoteReadable;
+}
+
+std::uint64_t ShmFifo::commitRemote(const RemoteRegion& region, std::uint64_t tag) {
+  CHORUS_INTERNAL_ASSERT(region.bytes() <= slotBytes_, "message by reference larger than a slot");
+  SlotMeta& meta = meta_[sendIndex_];
+  meta.bytes = region.bytes() | kRemoteFlag;
+  meta.tag = tag;
+  publishRemoteSlot(*new (meta.inlined) RemoteSlot, region, head_ + 1);
+  ++head_;
+  if (++sendIndex_ == slots_) sendIndex_ = 0;
+  meta.sequence.store(head_, std::memory_order_release);
+  return head_;
+}
+
+bool ShmFifo::remoteSettled(std::uint64_t ticket) const {
+  return remoteSlotSettled(meta_[(ticket - 1) % slots_].remote(), ticket,
+                           control_->tail.load(std::memory_order_acquire));
+}
+
+bool ShmFifo::evictRemote(std::uint64_t ticket) {
+  const std::uint64_t index = (ticket - 1) % slots_;
+  return evictRemoteSlot(meta_[index].remote(), ticket,
+                         control_->tail.load(std::memory_order_acquire),
+                         [&](const RemoteRegion& region) {
+                           copyFromRegion(region, 0, payload(index), region.bytes());
+                         });
+}
+
+RemoteClaim ShmFifo::claimRemote(RecvSlot* slot) {
+  const RemoteClaim claim = claimRemoteSlot(meta_[recvIndex_].remote(), tail_ + 1);
+  if (claim == RemoteClaim::evicted) {
+    slot->remote = false;
+    slot->data = payload(recvIndex_);
+  }
+  return claim;
+}
+
+void ShmFifo::readRemote(std::uint8_t* dst, std::size_t offset, std::size_t bytes) {
+  const RemoteRegion& region = meta_[recvIndex_].remote().region;
+  CHORUS_INTERNAL_ASSERT(offset + bytes <= region.bytes(), "read past a message by reference");
+  constexpr std::size_t kBatch = 64;
+  iovec remote[kBatch];
+  std::size_t runs = 0;
+  std::size_t batchBytes = 0;
+  auto flush = [&] {
+    iovec local{dst, batchBytes};
+    std::size_t done = 0;
+    while (done < batchBytes) {
+      const ssize_t got = ::process_vm_readv(senderPid_, &local, 1, remote, runs, 0);
+      if (got <= 0)
+        throw CommError(fmt::format(
+            "shm transport: copying a message on {} out of the sender's memory (pid {}) failed: "
+            "{}; the sender has probably exited",
+            connection_, senderPid_,
+            got == 0 ? "nothing was copied"
+                     : std::error_code(errno, std::generic_category()).message()));
+      done += static_cast<std::size_t>(got);
+      if (done < batchBytes) {  // partial: skip what arrived and go again
+        std::size_t skip = static_cast<std::size_t>(got);
+        std::size_t first = 0;
+        while (skip >= remote[first].iov_len)
+          skip -= remote[first++].iov_len;
+        remote[first].iov_base = static_cast<std::uint8_t*>(remote[first].iov_base) + skip;
+        remote[first].iov_len -= skip;
+        std::memmove(remote, remote + first, (runs - first) * sizeof(iovec));
+        runs -= first;
+        local.iov_base = dst + done;
+        local.iov_len = batchBytes - done;
+      }
+    }
+    dst += batchBytes;
+    runs = 0;
+    batchBytes = 0;
+  };
+  forEachRun(region, offset, bytes, [&](std::uint64_t address, std::size_t length) {
+    remote[runs++] = iovec{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), length};
+    batchBytes += length;
+    if (runs == kBatch) flush();
+  });
+  if (runs > 0) flush();
 }
 
 void ShmFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
@@ -140,11 +280,15 @@ void ShmFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
 }
 
 bool ShmFifo::tryRecvSlot(RecvSlot* slot) {
+  if (!probed_) probeSender();
   const SlotMeta& meta = meta_[recvIndex_];
   if (meta.sequence.load(std::memory_order_acquire) != tail_ + 1) return false;
-  slot->bytes = meta.bytes;
+  slot->remote = (meta.bytes & kRemoteFlag) != 0;
+  slot->bytes = meta.bytes & ~kRemoteFlag;
   slot->tag = meta.tag;
-  slot->data = meta.bytes <= kInlineBytes ? meta.inlined : payload_ + recvIndex_ * stride_;
+  slot->data = slot->remote                 ? nullptr
+               : meta.bytes <= kInlineBytes ? meta.inlined
+                                            : payload(recvIndex_);
   return true;
 }
 

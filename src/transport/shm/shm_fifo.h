@@ -2,6 +2,12 @@
 // slots in its own shared segment, single producer and single consumer with acquire/release
 // ordering like ThreadFifo, but signalled per slot so a small message costs the receiver one
 // cache-line transfer. The fast path is loads, stores and copies only: no syscalls.
+//
+// Single copy: a message of at least FifoOptions::singleCopyBytes may go by reference, and the
+// receiver copies it straight out of the sender's memory with process_vm_readv (Linux's
+// cross-memory attach, as Open MPI's vader uses). The receiver first proves it can read the
+// sender (one probe read of a known word); until then, or if it cannot (ptrace restrictions,
+// another pid namespace), every message is copied through the slots.
 #pragma once
 
 #include <cstddef>
@@ -25,11 +31,12 @@ class ShmFifo final : public Fifo {
   // True once `segment` (mapped by the opener) has been published by format().
   static bool isReady(const ShmSegment& segment);
 
-  // Takes a published segment. Throws CommError naming `connection` (e.g. "rank 0 -> rank 1
-  // channel 0") if its shape differs from `options` (the ranks disagree on the FIFO settings;
-  // `settings` names the variables that set them).
+  // Takes a published segment as its sending end (`sender`) or receiving end. Throws CommError
+  // naming `connection` (e.g. "rank 0 -> rank 1 channel 0") if its shape differs from `options`
+  // (the ranks disagree on the FIFO settings; `settings` names the variables that set them).
+  // `singleCopy` false: never by reference (e.g. the peer lives in another pid namespace).
   ShmFifo(ShmSegment segment, const FifoOptions& options, const std::string& connection,
-          const std::string& settings);
+          const std::string& settings, bool sender, bool singleCopy);
 
   std::uint8_t* trySendSlot() override;
   void commitSend(std::size_t bytes, std::uint64_t tag) override;
@@ -38,11 +45,21 @@ class ShmFifo final : public Fifo {
   std::size_t slotBytes() const override { return slotBytes_; }
   int slotCount() const override { return static_cast<int>(slots_); }
 
+  bool acceptsRemote(std::size_t bytes) const override;
+  std::uint64_t commitRemote(const RemoteRegion& region, std::uint64_t tag) override;
+  bool remoteSettled(std::uint64_t ticket) const override;
+  bool evictRemote(std::uint64_t ticket) override;
+  RemoteClaim claimRemote(RecvSlot* slot) override;
+  void readRemote(std::uint8_t* dst, std::size_t offset, std::size_t bytes) override;
+
  private:
   static constexpr std::size_t kInlineBytes = 40;  // payloads this small travel in the slot's
                                                    // metadata line
   struct Control;
   struct SlotMeta;
+
+  void probeSender();
+  std::uint8_t* payload(std::uint64_t index) const { return payload_ + index * stride_; }
 
   ShmSegment segment_;
   Control* control_ = nullptr;
@@ -56,8 +73,13 @@ class ShmFifo final : public Fifo {
   std::uint64_t head_ = 0;
   std::uint64_t cachedTail_ = 0;
   std::uint64_t tail_ = 0;
-  std::uint64_t sendIndex_ = 0;  // head_ % slots_
-  std::uint64_t recvIndex_ = 0;  // tail_ % slots_
+  std::uint64_t sendIndex_ = 0;      // head_ % slots_
+  std::uint64_t recvIndex_ = 0;      // tail_ % slots_
+  std::size_t singleCopyBytes_ = 0;  // 0: never by reference
+  std::string connection_;
+  // Receiver: the sender's pid once probeSender() has run (0 before).
+  bool probed_ = false;
+  int senderPid_ = 0;
 };
 
 }  // namespace chorus::transport

@@ -74,6 +74,7 @@ class ShmConnections final : public ConnectionSet {
       pids.push_back(identities[r].pid);
       // A pid names the same process only inside one pid namespace.
       watch.push_back(r != rank && identities[r].pidNamespace == identities[rank].pidNamespace);
+      samePidNamespace_.push_back(identities[r].pidNamespace == identities[rank].pidNamespace);
     }
     liveness_ = std::make_unique<PeerLiveness>(std::move(pids), watch);
   }
@@ -324,11 +325,16 @@ class ShmConnections final : public ConnectionSet {
         fmt::format("{} and {}", options_.slotsVariable, options_.slotBytesVariable);
     const AbortCheck abortCheck = [this] { return abortReason(); };
     const auto deadline = deadlineAfter(options_.timeout);
+    const bool sender = from == rank_;
+    // process_vm_readv takes the sender's pid, which means the same process only inside one
+    // pid namespace.
+    const bool singleCopy = samePidNamespace_[static_cast<std::size_t>(sender ? to : from)];
     for (int attempt = 0;; ++attempt) {
       if (auto segment = createShmSegment(name, ShmFifo::segmentBytes(shape), purpose, shrink)) {
         createdNames_.push_back(name);
         ShmFifo::format(*segment, shape);
-        return std::make_unique<ShmFifo>(std::move(*segment), shape, connection, settings);
+        return std::make_unique<ShmFifo>(std::move(*segment), shape, connection, settings, sender,
+                                         singleCopy);
       }
       if (auto segment = openShmSegment(name, deadline, abortCheck, purpose)) {
         try {
@@ -339,7 +345,8 @@ class ShmConnections final : public ConnectionSet {
           throw;
         }
         unlinkShmName(name);  // both ends have it mapped now
-        return std::make_unique<ShmFifo>(std::move(*segment), shape, connection, settings);
+        return std::make_unique<ShmFifo>(std::move(*segment), shape, connection, settings, sender,
+                                         singleCopy);
       }
       // The name vanished in between: its creator failed (and aborts the group). Retry.
       if (const std::string reason = abortReason(); !reason.empty())
@@ -360,6 +367,7 @@ class ShmConnections final : public ConnectionSet {
   std::vector<std::string> createdNames_;
   std::unique_ptr<ShmGroup> group_;
   std::unique_ptr<PeerLiveness> liveness_;
+  std::vector<bool> samePidNamespace_;  // by rank
   // [peer][channel]; empty until first use.
   std::vector<std::vector<std::unique_ptr<ShmFifo>>> sendFifos_, recvFifos_;
   mutable Clock::time_point nextLivenessCheck_{};

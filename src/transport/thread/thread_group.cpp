@@ -58,7 +58,7 @@ ConnectionSet& ThreadGroup::rank(int r) {
 Fifo& ThreadGroup::fifo(int from, int to, int channel) {
   std::lock_guard lock(mutex_);
   auto& slot = fifos_[{from, to, channel}];
-  if (!slot) slot = std::make_unique<ThreadFifo>(options_.slots, options_.slotBytes);
+  if (!slot) slot = std::make_unique<ThreadFifo>(options_);
   return *slot;
 }
 

@@ -1,0 +1,18 @@
+#include "transport/remote_message.h"
+
+#include <cstring>
+
+#include "support/error.h"
+
+namespace chorus::transport {
+
+void copyFromRegion(const RemoteRegion& region, std::size_t offset, std::uint8_t* dst,
+                    std::size_t bytes) {
+  CHORUS_INTERNAL_ASSERT(offset + bytes <= region.bytes(), "read past a message by reference");
+  forEachRun(region, offset, bytes, [&](std::uint64_t address, std::size_t length) {
+    std::memcpy(dst, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(address)), length);
+    dst += length;
+  });
+}
+
+}  // namespace chorus::transport
