@@ -1,6 +1,7 @@
 #include "api/communicator_impl.h"
 
 #include <charconv>
+#include <cstring>
 #include <limits>
 
 #include <fmt/format.h>
@@ -63,18 +64,36 @@ bool isInPlace(const CollectiveCall& c, int rank) {
   }
 }
 
+// "allreduce #12 (count 1024 float32 sum, plan allreduce.ring)", the text each rank publishes
+// for its peers' error messages, built without allocating (it is made on every call).
+class CallText {
+ public:
+  CallText(const PreparedCollective& p, std::uint64_t sequence) {
+    const api::CallShape& shape = *p.shape;
+    append(shape.name);
+    append(" #");
+    char digits[24];
+    append({digits, static_cast<std::size_t>(
+                        std::to_chars(digits, digits + sizeof digits, sequence).ptr - digits)});
+    append(" ");
+    append(shape.details);
+  }
+  std::string_view view() const { return {text_, size_}; }
+  std::string str() const { return std::string(view()); }
+
+ private:
+  void append(std::string_view part) {
+    const std::size_t n = std::min(part.size(), sizeof text_ - size_);
+    std::memcpy(text_ + size_, part.data(), n);
+    size_ += n;
+  }
+
+  char text_[256];
+  std::size_t size_ = 0;
+};
+
 std::string describeCall(const PreparedCollective& p, std::uint64_t sequence) {
-  const api::CallShape& shape = *p.shape;
-  std::string text;
-  text.reserve(shape.name.size() + shape.details.size() + 24);
-  text += shape.name;
-  text += " #";
-  char digits[24];
-  const auto end = std::to_chars(digits, digits + sizeof(digits), sequence).ptr;
-  text.append(digits, end);
-  text += ' ';
-  text += shape.details;
-  return text;
+  return CallText(p, sequence).str();
 }
 
 std::string describeShape(const CollectiveCall& c, bool inPlace, const runtime::Plan& plan) {
@@ -176,7 +195,7 @@ api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& c
           fmt::format("rank {}: {}: recvbuf is null but count is {}; pass the output buffer", rank_,
                       name, call.count));
   }
-  requireHealthy(name);
+  requireHealthy(name, false);
 
   PreparedCollective p;
   p.call = call;
@@ -224,14 +243,13 @@ api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& c
 }
 
 void Communicator::Impl::run(const api::PreparedCollective& prepared) {
-  requireHealthy(ir::collectiveName(prepared.call.kind));
+  requireHealthy(ir::collectiveName(prepared.call.kind), true);
   const std::uint64_t sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
-  {
+  if (lastShapeSeen_.load(std::memory_order_relaxed) != prepared.shape.get()) {
     std::lock_guard lock(stateMutex_);
-    if (lastShape_ != prepared.shape) {
-      lastPlan_ = {prepared.plan().name, prepared.plan().source};
-      lastShape_ = prepared.shape;
-    }
+    lastPlan_ = {prepared.plan().name, prepared.plan().source};
+    lastShape_ = prepared.shape;
+    lastShapeSeen_.store(prepared.shape.get(), std::memory_order_relaxed);
   }
   try {
     execute(prepared, sequence);
@@ -264,13 +282,11 @@ void Communicator::Impl::run(const api::PreparedCollective& prepared) {
 
 void Communicator::Impl::execute(const api::PreparedCollective& p, std::uint64_t sequence) {
   const CollectiveCall& c = p.call;
-  const std::string description = describeCall(p, sequence);
-  // The label ("allreduce #12") is the description up to its details.
-  const std::string label = description.substr(0, description.size() - p.shape->details.size() - 1);
-  connections().publishCall(description);
+  const CallText description(p, sequence);
+  connections().publishCall(description.view());
   if (logEnabled(LogLevel::trace))
     logLine(LogLevel::trace,
-            fmt::format("rank {}: {} from {}", rank_, description, p.plan().source));
+            fmt::format("rank {}: {} from {}", rank_, description.view(), p.plan().source));
 
   runtime::CollectiveArgs args{c.sendbuf, c.recvbuf, c.count, c.type, c.op};
   const std::size_t elemSize = runtime::dataTypeSize(c.type);
@@ -284,7 +300,9 @@ void Communicator::Impl::execute(const api::PreparedCollective& p, std::uint64_t
 
   runtime::ExecOptions options;
   options.timeout = config_.timeout;
-  options.collectiveLabel = label.c_str();
+  options.collectiveLabel = p.shape->name.c_str();  // "allreduce #12" in messages
+  options.labelSequence = sequence;
+  options.hasLabelSequence = true;
   options.callTag = tagOf(p, sequence);
   options.workspace = &workspace_;
   options.planKey = p.shape->planKey;
@@ -298,25 +316,21 @@ void* Communicator::Impl::spareBuffer(std::size_t bytes) {
   return spare_.data();
 }
 
-void Communicator::Impl::requireHealthy(std::string_view call) {
-  std::string failure;
-  {
-    std::lock_guard lock(stateMutex_);
-    failure = failure_;
-  }
-  if (!failure.empty())
+void Communicator::Impl::requireHealthy(std::string_view call, bool askGroup) {
+  if (failed_.load(std::memory_order_acquire)) {
+    std::string failure;
+    {
+      std::lock_guard lock(stateMutex_);
+      failure = failure_;
+    }
     throw CommError(fmt::format(
         "rank {}: {}: communicator failed earlier ({}); destroy it and create a new one", rank_,
         call, failure));
+  }
+  if (!askGroup || !connections().aborted()) return;
   const std::string reason = connections().abortReason();
   if (reason.empty()) return;
-  {
-    std::lock_guard lock(stateMutex_);
-    if (failure_.empty()) {
-      failure_ = reason;
-      origin_ = api::FailureOrigin::remote;
-    }
-  }
+  setFailure(reason, api::FailureOrigin::remote);
   throw CommError(
       fmt::format("rank {}: {}: communicator failed: {}; destroy it and create a new one", rank_,
                   call, reason));
@@ -332,22 +346,22 @@ std::string Communicator::Impl::recordFailure(const std::exception& error) {
   } else if (message.starts_with(groupReason)) {
     origin = api::FailureOrigin::local;
   }
-  std::lock_guard lock(stateMutex_);
-  if (failure_.empty()) {
-    failure_ = message;
-    origin_ = origin;
-  }
+  setFailure(message, origin);
   return message;
+}
+
+void Communicator::Impl::setFailure(const std::string& message, api::FailureOrigin origin) {
+  std::lock_guard lock(stateMutex_);
+  if (!failure_.empty()) return;
+  failure_ = message;
+  origin_ = origin;
+  failed_.store(true, std::memory_order_release);
 }
 
 void Communicator::Impl::abort(std::string_view reason) {
   const std::string message = fmt::format("rank {} aborted the communicator: {}", rank_, reason);
   connections().abort(message);
-  std::lock_guard lock(stateMutex_);
-  if (failure_.empty()) {
-    failure_ = message;
-    origin_ = api::FailureOrigin::local;
-  }
+  setFailure(message, api::FailureOrigin::local);
 }
 
 std::string Communicator::Impl::asyncError() const {

@@ -111,9 +111,9 @@ struct Communicator::Impl {
   // Runs sends and receives together until all are done (see p2p.cpp). Failures as run().
   void runP2p(std::span<const api::P2pCall> calls);
 
-  // Throws CommError if this communicator or its group has failed; `call` ("allreduce",
-  // "send") names what was about to run.
-  void requireHealthy(std::string_view call);
+  // Throws CommError if this communicator has failed or (with `askGroup`, which costs a look at
+  // the transport) its group has; `call` ("allreduce", "send") names what was about to run.
+  void requireHealthy(std::string_view call, bool askGroup = true);
   void abort(std::string_view reason);
   std::string asyncError() const;
   // True if this communicator or its group has failed.
@@ -133,6 +133,8 @@ struct Communicator::Impl {
  private:
   void execute(const api::PreparedCollective& prepared, std::uint64_t sequence);
   void* spareBuffer(std::size_t bytes);
+  // Records the first failure (later ones are ignored).
+  void setFailure(const std::string& message, api::FailureOrigin origin);
 
   const int rank_;
   const int size_;
@@ -148,6 +150,11 @@ struct Communicator::Impl {
   std::atomic<std::uint64_t> sequence_{0};
   std::vector<std::uint64_t> sendSequence_;  // per peer: messages sent to it so far
   std::vector<std::uint64_t> recvSequence_;  // per peer: messages received from it so far
+
+  // Set (after failure_) once the communicator has failed: calls check it without the lock.
+  std::atomic<bool> failed_{false};
+  // The shape lastPlan_ describes, to skip the lock while calls repeat a shape.
+  std::atomic<const api::CallShape*> lastShapeSeen_{nullptr};
 
   mutable std::mutex stateMutex_;  // guards the members below
   std::string failure_;

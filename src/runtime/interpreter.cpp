@@ -5,8 +5,10 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <span>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -110,6 +112,7 @@ class RankExecutor {
         options_(options),
         program_(algorithm.ranks.at(rank)) {
     Workspace& workspace = options.workspace ? *options.workspace : ownWorkspace_;
+    workspace_ = &workspace;
     mem_.staged = workspace.buffers;
     facts_ = &workspace.facts;
     cached_ = options.planKey != 0 && facts_->key == options.planKey;
@@ -281,8 +284,7 @@ class RankExecutor {
 
   void prepareTasks() {
     if (!cached_) derivePlanFacts();
-    taskStorage_ = std::make_unique<TaskState[]>(program_.threadblocks.size());
-    tasks_ = std::span<TaskState>(taskStorage_.get(), program_.threadblocks.size());
+    tasks_ = taskStates(program_.threadblocks.size());
     for (std::size_t t = 0; t < tasks_.size(); ++t) {
       TaskState& task = tasks_[t];
       task.tb = &program_.threadblocks[t];
@@ -296,6 +298,22 @@ class RankExecutor {
     tileElems_ = std::max<std::size_t>(1, slotBytes / (facts_->maxCount * mem_.elemSize));
     tileElems_ = std::min(tileElems_, mem_.chunkElems);
     iterations_ = (mem_.chunkElems + tileElems_ - 1) / tileElems_;
+  }
+
+  // `n` fresh task states in the workspace's storage (grown when too small).
+  std::span<TaskState> taskStates(std::size_t n) {
+    static_assert(std::is_trivially_destructible_v<TaskState> &&
+                      alignof(TaskState) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
+                  "task states live in reused raw storage");
+    const std::size_t bytes = n * sizeof(TaskState);
+    if (workspace_->taskBytesSize < bytes) {
+      workspace_->taskBytes.reset(new std::byte[bytes]);
+      workspace_->taskBytesSize = bytes;
+    }
+    auto* states = reinterpret_cast<TaskState*>(workspace_->taskBytes.get());
+    for (std::size_t t = 0; t < n; ++t)
+      new (states + t) TaskState{};
+    return {states, n};
   }
 
   std::size_t messageCap() const { return ir::protocolMessageCap(a_.protocol); }
@@ -394,7 +412,8 @@ class RankExecutor {
   // is set.
   WorkerEnd runWorker(int w, int n) {
     const bool primary = w == 0;
-    const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+    // Read the clock only once the call has to wait (most small calls never do).
+    std::chrono::steady_clock::time_point deadline{};
     IdleBackoff backoff(connections_.ranksOnThisHost() * (n + connections_.progressThreads()));
     std::size_t mine = 0;
     for (std::size_t t = static_cast<std::size_t>(w); t < tasks_.size(); t += n)
@@ -429,16 +448,22 @@ class RankExecutor {
         const std::string reason = connections_.abortReason();
         if (!reason.empty())
           throw CommError(fmt::format("rank {}: {} aborted: {}", rank_, label(), reason));
-        if (std::chrono::steady_clock::now() > deadline) return WorkerEnd::timedOut;
+        const auto now = std::chrono::steady_clock::now();
+        if (deadline == std::chrono::steady_clock::time_point{})
+          deadline = now + options_.timeout;
+        else if (now > deadline)
+          return WorkerEnd::timedOut;
       }
     }
     return WorkerEnd::finished;
   }
 
   std::string label() const {
-    return options_.collectiveLabel
-               ? std::string(options_.collectiveLabel)
-               : fmt::format("{} '{}'", ir::collectiveName(a_.collective), a_.name);
+    if (!options_.collectiveLabel)
+      return fmt::format("{} '{}'", ir::collectiveName(a_.collective), a_.name);
+    if (options_.hasLabelSequence)
+      return fmt::format("{} #{}", options_.collectiveLabel, options_.labelSequence);
+    return options_.collectiveLabel;
   }
 
   [[noreturn]] void failTimeout() {
@@ -667,7 +692,7 @@ class RankExecutor {
   bool cached_ = false;  // facts_ came from an earlier call of the same plan
   const ir::Collective* collective_ = nullptr;
   RankMemory mem_;
-  std::unique_ptr<TaskState[]> taskStorage_;
+  Workspace* workspace_ = nullptr;
   std::span<TaskState> tasks_;
   std::atomic<std::size_t> unfinished_{0};  // tasks not done, over all executor threads
   std::atomic<bool> stop_{false};           // an executor thread failed: the others return

@@ -52,13 +52,19 @@ struct PlanFacts {
 struct Workspace {
   std::vector<std::uint8_t> buffers[3];  // indexed by ir::BufferKind
   PlanFacts facts;
+  // The interpreter's per-threadblock state (opaque here), so small calls do not allocate.
+  std::unique_ptr<std::byte[]> taskBytes;
+  std::size_t taskBytesSize = 0;
 };
 
 inline constexpr std::size_t kParallelCallBytes = std::size_t{1} << 20;
 
 struct ExecOptions {
   std::chrono::milliseconds timeout{300'000};  // per call; CHORUS_TIMEOUT overrides in the API
-  const char* collectiveLabel = nullptr;       // for error messages, e.g. "allreduce #12"
+  // For error messages: e.g. "allreduce #12", or "allreduce" with labelSequence 12.
+  const char* collectiveLabel = nullptr;
+  bool hasLabelSequence = false;
+  std::uint64_t labelSequence = 0;
   // Sent with every message and checked on receipt: peers running a different call (another
   // collective, count, datatype or sequence number) are reported instead of misread. The
   // description each rank published (ConnectionSet::publishCall) names the peer's call.

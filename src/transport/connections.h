@@ -28,6 +28,9 @@ class ConnectionSet {
   // are processes also report a peer process that has exited here. Cheap enough to poll every
   // few microseconds while idle.
   virtual std::string abortReason() const = 0;
+  // True once the group is known to have failed, without the slower checks abortReason() may
+  // make (a peer process that exited is only noticed there). For the start of every call.
+  virtual bool aborted() const { return !abortReason().empty(); }
   // Records what this rank is running now, e.g. "allreduce #12 (count 1024 float32 sum)", for
   // peers' error messages. At most 200 bytes are kept.
   virtual void publishCall(std::string_view description) = 0;

@@ -52,6 +52,7 @@ class MixedConnections final : public ConnectionSet {
     }
     return remote_->abortReason();
   }
+  bool aborted() const override { return (local_ && local_->aborted()) || remote_->aborted(); }
   void publishCall(std::string_view description) override {
     if (local_) local_->publishCall(description);
     remote_->publishCall(description);

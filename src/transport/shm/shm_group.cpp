@@ -123,6 +123,7 @@ std::string ShmGroup::abortReason() const {
 }
 
 void ShmGroup::publishCall(int rank, std::string_view description) {
+  static_assert(kCallWords <= kPublishedWords, "publishCall keeps a copy of every word");
   RankRecord& r = record(rank);
   const std::size_t bytes = std::min(description.size(), kMaxCallBytes);
   std::uint64_t words[kCallWords] = {};
@@ -131,8 +132,13 @@ void ShmGroup::publishCall(int rank, std::string_view description) {
   // that sees any new word also sees the odd sequence number stored before it.
   const std::uint32_t sequence = r.callSequence.load(std::memory_order_relaxed);
   r.callSequence.store(sequence + 1, std::memory_order_relaxed);
-  for (std::size_t w = 0; w < (bytes + 7) / 8; ++w)
+  const bool known = publishedRank_ == rank;
+  for (std::size_t w = 0; w < (bytes + 7) / 8; ++w) {
+    if (known && published_[w] == words[w]) continue;
     r.callText[w].store(words[w], std::memory_order_release);
+    published_[w] = words[w];
+  }
+  publishedRank_ = rank;
   r.callBytes.store(static_cast<std::uint32_t>(bytes), std::memory_order_release);
   r.callSequence.store(sequence + 2, std::memory_order_release);
 }

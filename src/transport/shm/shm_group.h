@@ -30,7 +30,9 @@ class ShmGroup {
   // Empty while healthy, else the first reason. One acquire load while healthy. Thread-safe.
   std::string abortReason() const;
 
-  // Stores rank `rank`'s current call (at most 200 bytes kept) under a seqlock.
+  // Stores rank `rank`'s current call (at most 200 bytes kept) under a seqlock. Only the words
+  // that differ from what this object last stored are written: consecutive calls usually
+  // differ in their sequence number only (it runs on every collective call).
   void publishCall(int rank, std::string_view description);
   // Rank `rank`'s last published call; never torn ("" if none or if its writer died mid-way).
   std::string peerCall(int rank) const;
@@ -47,6 +49,10 @@ class ShmGroup {
   ShmSegment segment_;
   Control* control_ = nullptr;
   int nranks_ = 0;
+  // What publishCall() last stored, for rank publishedRank_ (-1: nothing yet).
+  static constexpr std::size_t kPublishedWords = 32;
+  std::uint64_t published_[kPublishedWords] = {};
+  int publishedRank_ = -1;
 };
 
 }  // namespace chorus::transport

@@ -178,6 +178,8 @@ class ShmConnections final : public ConnectionSet {
     return checkPeers();
   }
 
+  bool aborted() const override { return group_ && !group_->abortReason().empty(); }
+
   void publishCall(std::string_view description) override {
     group_->publishCall(rank_, description);
   }
