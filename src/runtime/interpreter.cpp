@@ -66,6 +66,7 @@ struct RankMemory {
   bool staging = false;
   std::size_t callBytes = 0;                // the larger of this rank's input and output
   bool streaming = false;                   // write input/output with non-temporal stores
+  bool overlapping = false;                 // the caller's input and output overlap (in place)
   std::uint8_t* privateOutputOf = nullptr;  // user output to fill from a private one at the end
 
   std::uint8_t* piece(ir::BufferKind kind, int chunk, std::size_t offset) const {
@@ -146,6 +147,8 @@ class RankExecutor {
     mem_.callBytes = std::max(inBytes, outBytes);
     mem_.streaming =
         options_.streamingCallBytes != 0 && mem_.callBytes >= options_.streamingCallBytes;
+    mem_.overlapping = userIn && userOut && inBytes && outBytes && userIn < userOut + outBytes &&
+                       userOut < userIn + inBytes;
     bool aliasOk = true;
     if (a_.inPlace) {
       for (auto kind : {ir::BufferKind::input, ir::BufferKind::output}) {
@@ -544,13 +547,13 @@ class RankExecutor {
       return false;
     if (slot.remote && task.recv->claimRemote(&slot) == transport::RemoteClaim::wait) return false;
     // Data this step leaves in this rank's buffers goes by reference where the connection
-    // allows, in plans that only move data and calls that fit the cache (measured: copying
-    // out of another process's memory loses to two copies with streaming stores beyond that);
-    // a reduced message only exists in the slot.
-    const bool byReference =
-        out && s.op != ir::OpKind::recvReduceSend &&
-        (options_.alwaysByReference || (!facts_->reduces && !mem_.streaming)) &&
-        task.send->acceptsRemote(messageBytes);
+    // allows, in out-of-place calls of plans that only move data and that fit the cache: there
+    // copying out of another process's memory measured faster than two copies through a slot,
+    // elsewhere slower (docs/performance.md). A reduced message only exists in the slot.
+    const bool byReference = out && s.op != ir::OpKind::recvReduceSend &&
+                             (options_.alwaysByReference ||
+                              (!facts_->reduces && !mem_.streaming && !mem_.overlapping)) &&
+                             task.send->acceptsRemote(messageBytes);
     execute(s, slot, task.recv, byReference ? nullptr : out, offset, len, pieceBytes);
     if (receives) task.recv->releaseRecv();
     if (byReference) {
