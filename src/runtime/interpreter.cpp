@@ -120,6 +120,7 @@ class RankExecutor {
     if (!cached_) {
       facts_->key = 0;
       facts_->collective = ir::collectiveOf(algorithm);
+      facts_->aliasedAtChunk = -1;
     }
     collective_ = facts_->collective.get();
   }
@@ -165,7 +166,8 @@ class RankExecutor {
     if (a_.inPlace && divisible && !aliasOk && userIn && userOut)
       aliasOk = moveInputHome(userIn, inBytes, userOut, outBytes);
     if (!a_.inPlace && divisible && !aliasOk && userIn && userOut)
-      aliasOk = privatizeOverlap(userIn, inBytes, userOut, outBytes);
+      aliasOk = identityAlias(userIn, inBytes, userOut, outBytes) ||
+                privatizeOverlap(userIn, inBytes, userOut, outBytes);
     mem_.staging = !divisible || !aliasOk;
     if (!mem_.staging) {
       mem_.base[bufferSlot(ir::BufferKind::input)] = userIn;
@@ -220,6 +222,33 @@ class RankExecutor {
     std::memcpy(copy, userIn, inBytes);
     userIn = copy;
     return true;
+  }
+
+  // The input lies inside the output at a whole chunk, and the plan only ever writes that part
+  // of the output by copying each chunk from itself (AllGather's own block): then the buffers
+  // may overlap as they are, and those copies are skipped (see execute()).
+  bool identityAlias(const std::uint8_t* userIn, std::size_t inBytes, const std::uint8_t* userOut,
+                     std::size_t outBytes) {
+    const std::size_t chunkBytes = mem_.chunkElems * mem_.elemSize;
+    if (userIn < userOut || userIn + inBytes > userOut + outBytes || chunkBytes == 0 ||
+        static_cast<std::size_t>(userIn - userOut) % chunkBytes != 0)
+      return false;
+    const int at = static_cast<int>(static_cast<std::size_t>(userIn - userOut) / chunkBytes);
+    const int chunks = collective_->inputChunks(rank_);
+    if (!cached_ || facts_->aliasedAtChunk != at) {
+      facts_->aliasedAtChunk = at;
+      facts_->aliasIsIdentity = true;
+      for (const auto& tb : program_.threadblocks)
+        for (const auto& s : tb.steps) {
+          if (!ir::opWritesDst(s.op) || s.dstBuffer != ir::BufferKind::output) continue;
+          if (s.dstIndex + s.count <= at || s.dstIndex >= at + chunks) continue;
+          const bool identity = s.op == ir::OpKind::copy && s.srcBuffer == ir::BufferKind::input &&
+                                s.dstIndex >= at && s.dstIndex + s.count <= at + chunks &&
+                                s.dstIndex - at == s.srcIndex;
+          facts_->aliasIsIdentity = facts_->aliasIsIdentity && identity;
+        }
+    }
+    return facts_->aliasIsIdentity;
   }
 
   bool writesInput() const {
@@ -667,6 +696,7 @@ class RankExecutor {
         case ir::OpKind::copy: {
           std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
           const std::uint8_t* src = mem_.piece(s.srcBuffer, s.srcIndex + i, offset);
+          if (dst == src) break;  // an identity alias (identityAlias())
           if (dst + pieceBytes <= src || src + pieceBytes <= dst)
             put(s.dstBuffer, dst, src, pieceBytes);
           else

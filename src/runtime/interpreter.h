@@ -44,6 +44,12 @@ struct PlanFacts {
   // Per ir::BufferKind: this rank never reads the buffer after writing it, so a streaming call
   // may write it with non-temporal stores (an in-place plan's buffers are one, and are read).
   bool streamable[3] = {false, false, false};
+  // An out-of-place plan called with its input inside its output, at output chunk
+  // `aliasedAtChunk` (-1: not examined yet): true if every step that writes that part of the
+  // output copies it from the very input chunk that lies there, so the call needs no private
+  // copy (AllGather in place, NCCL-style).
+  int aliasedAtChunk = -1;
+  bool aliasIsIdentity = false;
 };
 
 // Memory and facts the interpreter reuses across calls (staged copies, scratch, plan facts),

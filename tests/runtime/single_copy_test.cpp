@@ -1,8 +1,9 @@
 // Single copy (messages by reference, Fifo::commitRemote) and streaming stores: the slot
 // protocol between a claiming receiver and an evicting sender, the ledger of regions a rank
 // must not change, the streaming kernels at odd offsets and sizes, and whole collectives on
-// thread ranks with user buffers at odd offsets, out of place and in place, every element
-// checked. Processes (process_vm_readv) are covered in shm_run_test.cpp.
+// thread ranks with user buffers at odd offsets, out of place and in place (out-of-place plans
+// called in place: AllGather runs on the aliased buffers as they are, AllToAll privatizes), every
+// element checked. Processes (process_vm_readv) are covered in shm_run_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -258,6 +259,8 @@ INSTANTIATE_TEST_SUITE_P(
                           CollectiveCase{"allgather.direct", ir::CollectiveKind::allgather, false},
                           CollectiveCase{"alltoall.direct", ir::CollectiveKind::alltoall, false},
                           CollectiveCase{"alltoall.bruck", ir::CollectiveKind::alltoall, false},
+                          CollectiveCase{"alltoall.direct", ir::CollectiveKind::alltoall, true},
+                          CollectiveCase{"alltoall.bruck", ir::CollectiveKind::alltoall, true},
                           CollectiveCase{"allreduce.ring", ir::CollectiveKind::allreduce, false},
                           CollectiveCase{"allreduce.ring", ir::CollectiveKind::allreduce, true},
                           CollectiveCase{"allreduce.recursive-doubling",
