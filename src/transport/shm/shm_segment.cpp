@@ -150,8 +150,12 @@ void waitUntil(const std::function<bool()>& ready, Clock::time_point deadline,
   for (int round = 0;; ++round) {
     if (ready()) return;
     if ((round & 15) == 15) {
-      if (const std::string reason = abortReason(); !reason.empty())
+      if (const std::string reason = abortReason(); !reason.empty()) {
+        // The peer may have done what we wait for and then aborted, between our two looks:
+        // then the wait succeeded, and the abort is for the caller's next check to report.
+        if (ready()) return;
         throw CommError(fmt::format("shm transport: stopped waiting for {}: {}", what, reason));
+      }
       if (Clock::now() >= deadline)
         throw TimeoutError(fmt::format(
             "shm transport: timed out waiting for {}; a peer may have died or be stuck in its "

@@ -59,7 +59,8 @@ std::optional<ShmSegment> openShmSegment(const std::string& name,
 void unlinkShmName(const std::string& name);
 
 // Polls `ready` with a backoff (spin, yield, sleep up to 1 ms) until it returns true. Throws
-// TimeoutError naming `what` at `deadline` and CommError when `abortReason` is non-empty.
+// TimeoutError naming `what` at `deadline` and CommError when `abortReason` is non-empty while
+// `ready` still returns false (a peer that got ready and then aborted does not fail the wait).
 void waitUntil(const std::function<bool()>& ready, std::chrono::steady_clock::time_point deadline,
                const AbortCheck& abortReason, std::string_view what);
 
