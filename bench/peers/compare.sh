@@ -8,7 +8,8 @@
 #   COLL         allreduce, allgather, reducescatter, alltoall, broadcast or reduce
 #   --ranks N    ranks for all three libraries (default 2)
 #   -b -e -f     size sweep, nccl-tests style (default 8, 64M, 4)
-#   --transport  chorus transport (default shm: processes, like the peers)
+#   --transport  chorus transport (default shm: processes, like the peers); with tcp, Open MPI
+#                runs its tcp BTL too (--mca btl self,tcp) instead of vader
 #   --rounds R   run R rounds, each one chorus, Open MPI and Gloo back to back, so a slow spell
 #                of the machine hits every library (default 1). The tables then show the median
 #                busbw over rounds, chorus's min-max, and per ratio the median over rounds of the
@@ -27,7 +28,8 @@
 #   bench/peers/compare.sh allreduce --ranks 2 -b 8 -e 1M -f 16 -- --budget 0.05
 #   bench/peers/compare.sh allreduce --ranks 2 -b 8 -e 1M -f 16 --rounds 3 -- --budget 0.05
 #
-# Open MPI runs with shared memory: mpirun --oversubscribe -n N --mca pml ob1 --mca btl self,vader.
+# Open MPI runs with shared memory: mpirun --oversubscribe -n N --mca pml ob1 --mca btl self,vader
+# (self,tcp with --transport tcp).
 # Gloo runs N forked processes over tcp on 127.0.0.1. A peer whose binary was not built (CMake did
 # not find MPI or Gloo; scripts/install_deps.sh installs both) is skipped with a message.
 # Compare libraries within one run: this machine's memory bandwidth drifts between runs
@@ -35,7 +37,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -106,9 +108,11 @@ run_round() {
   elif [ -z "$mpirun_bin" ]; then
     echo "== openmpi: skipped (no mpirun on PATH; apt-get install openmpi-bin)"
   else
-    echo "== openmpi (vader shared memory, $ranks ranks)"
+    local btl=self,vader what="vader shared memory"
+    if [ "$transport" = tcp ]; then btl=self,tcp what="tcp loopback"; fi
+    echo "== openmpi ($what, $ranks ranks)"
     "$mpirun_bin" --allow-run-as-root --oversubscribe -n "$ranks" --mca pml ob1 \
-      --mca btl self,vader "$build/bench/bench_mpi" "$coll" "${sweep[@]}" \
+      --mca btl "$btl" "$build/bench/bench_mpi" "$coll" "${sweep[@]}" \
       --json "$out/openmpi$suffix.json" "${extra[@]}"
     files+=("$out/openmpi$suffix.json")
   fi

@@ -576,13 +576,15 @@ class RankExecutor {
       return false;
     if (slot.remote && task.recv->claimRemote(&slot) == transport::RemoteClaim::wait) return false;
     // Data this step leaves in this rank's buffers goes by reference where the connection
-    // allows, in out-of-place calls of plans that only move data and that fit the cache: there
-    // copying out of another process's memory measured faster than two copies through a slot,
+    // allows: always where that saves a copy outright (tcp sends it from the buffer), else in
+    // out-of-place calls of plans that only move data and that fit the cache: there copying
+    // out of another process's memory measured faster than two copies through a slot,
     // elsewhere slower (docs/performance.md). A reduced message only exists in the slot.
-    const bool byReference = out && s.op != ir::OpKind::recvReduceSend &&
-                             (options_.alwaysByReference ||
-                              (!facts_->reduces && !mem_.streaming && !mem_.overlapping)) &&
-                             task.send->acceptsRemote(messageBytes);
+    const bool byReference =
+        out && s.op != ir::OpKind::recvReduceSend &&
+        (options_.alwaysByReference || task.send->remoteSavesACopy() ||
+         (!facts_->reduces && !mem_.streaming && !mem_.overlapping)) &&
+        task.send->acceptsRemote(messageBytes);
     execute(s, slot, task.recv, byReference ? nullptr : out, offset, len, pieceBytes);
     if (receives) task.recv->releaseRecv();
     if (byReference) {

@@ -62,6 +62,11 @@ class Fifo {
   // supports it, the receiver can read this process's memory, and `bytes` reaches the
   // threshold). The defaults say no, and then no other single-copy call is made.
   virtual bool acceptsRemote(std::size_t /*bytes*/) const { return false; }
+  // Sender: whether a message by reference always costs less than one through a slot, so it
+  // should go by reference whenever acceptsRemote() says it may: true where the transport
+  // itself sends the region (tcp writes it to the socket), false where the receiver copies it
+  // out of this process's memory (which measured slower than a slot for some calls).
+  virtual bool remoteSavesACopy() const { return false; }
   // Sender: publishes the slot from trySendSlot() as a reference to `region` (at most
   // slotBytes() in all). The region must stay unchanged until remoteSettled(ticket) or
   // evictRemote(ticket) returns true for the returned ticket.

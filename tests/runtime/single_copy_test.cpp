@@ -3,7 +3,9 @@
 // must not change, the streaming kernels at odd offsets and sizes, and whole collectives on
 // thread ranks with user buffers at odd offsets, out of place and in place (out-of-place plans
 // called in place: AllGather runs on the aliased buffers as they are, AllToAll privatizes), every
-// element checked. Processes (process_vm_readv) are covered in shm_run_test.cpp.
+// element checked; the same collectives with tcp ranks (threads joined over loopback), where a
+// message by reference leaves for the socket straight from the buffer. Processes
+// (process_vm_readv) are covered in shm_run_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -17,6 +19,8 @@
 #include "runtime/reduce_kernels.h"
 #include "runtime/remote_ledger.h"
 #include "runtime/stream_copy.h"
+#include "transport/in_memory_store.h"
+#include "transport/tcp/tcp_transport.h"
 #include "transport/thread/thread_fifo.h"
 #include "transport/thread/thread_group.h"
 
@@ -176,7 +180,7 @@ TEST(StreamReduce, MatchesReduceElementsAndAllowsDstEqualA) {
   }
 }
 
-enum class Path { byReference, streamed };
+enum class Path { byReference, streamed, tcpByReference };
 
 struct CollectiveCase {
   const char* algorithm;
@@ -184,9 +188,10 @@ struct CollectiveCase {
   bool inPlace;
 };
 
-// Runs `c` on 3 thread ranks with buffers one element past an allocation (not page or even
-// cache-line aligned) and an odd count, on `path`, and checks every element. Rank r's input
-// holds r * 10000 + i at element i; sums and gathers of those are exact in float.
+// Runs `c` on 3 thread ranks (each its own tcp view of the group for tcpByReference) with buffers
+// one element past an allocation (not page or even cache-line aligned) and an odd count, on `path`,
+// and checks every element. Rank r's input holds r * 10000 + i at element i; sums and gathers of
+// those are exact in float.
 void runAtOddOffsets(const CollectiveCase& c, Path path) {
   constexpr int kRanks = 3;
   const auto a = testing_support::compileForTest(c.algorithm, kRanks);
@@ -202,11 +207,23 @@ void runAtOddOffsets(const CollectiveCase& c, Path path) {
       in[r][i + 1] = static_cast<float>(r * 10000 + i % 9973);
   const auto original = in;
   transport::FifoOptions fifo{8, 4096};
-  fifo.singleCopyBytes = path == Path::byReference ? 1 : 0;
+  fifo.singleCopyBytes = path == Path::streamed ? 0 : 1;
   transport::ThreadGroup group(kRanks, fifo);
+  transport::InMemoryStore store;
+  transport::TcpOptions tcp;
+  tcp.fifo = fifo;
+  tcp.groupId = std::string("odd-") + c.algorithm + (c.inPlace ? "-ip" : "");
   std::vector<std::thread> threads;
+  std::vector<std::string> errors(kRanks);
   for (int r = 0; r < kRanks; ++r)
     threads.emplace_back([&, r] {
+      std::unique_ptr<transport::ConnectionSet> overTcp;
+      if (path == Path::tcpByReference) try {
+          overTcp = transport::connectTcp(store, r, kRanks, tcp);
+        } catch (const std::exception& e) {
+          errors[static_cast<std::size_t>(r)] = e.what();
+          return;
+        }
       float* output = out[r].data() + 1;
       if (c.inPlace) {  // the input is the rank's block of the output (AllGather) or all of it
         const std::size_t at = gathers ? r * count : 0;
@@ -219,11 +236,16 @@ void runAtOddOffsets(const CollectiveCase& c, Path path) {
       runtime::ExecOptions options;
       options.alwaysByReference = path == Path::byReference;
       options.streamingCallBytes = path == Path::streamed ? 1 : 0;
-      runtime::executeRank(a, r, args, group.rank(r), options);
+      try {
+        runtime::executeRank(a, r, args, overTcp ? *overTcp : group.rank(r), options);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
     });
   for (auto& t : threads)
     t.join();
   for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
     if (!c.inPlace) {
       EXPECT_EQ(in[r], original[r]) << "rank " << r << "'s input changed";
     }
@@ -265,11 +287,14 @@ INSTANTIATE_TEST_SUITE_P(
                           CollectiveCase{"allreduce.ring", ir::CollectiveKind::allreduce, true},
                           CollectiveCase{"allreduce.recursive-doubling",
                                          ir::CollectiveKind::allreduce, false}),
-        ::testing::Values(Path::byReference, Path::streamed)),
+        ::testing::Values(Path::byReference, Path::streamed, Path::tcpByReference)),
     [](const auto& info) {
       const CollectiveCase& c = std::get<0>(info.param);
+      const Path path = std::get<1>(info.param);
       std::string name = std::string(c.algorithm) + (c.inPlace ? "_inplace" : "") +
-                         (std::get<1>(info.param) == Path::byReference ? "_byref" : "_streamed");
+                         (path == Path::byReference ? "_byref"
+                          : path == Path::streamed  ? "_streamed"
+                                                    : "_tcp_byref");
       for (char& ch : name)
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       return name;

@@ -38,6 +38,8 @@ runtime::RunReport runTcp(const ir::Algorithm& a, std::size_t count, DataType ty
   options.iterations = iterations;
   options.timeout = 60s;
   options.fifo.slotBytes = 16 << 10;  // small slots: many tiles and credits
+  // Small calls through the slots, larger ones by reference (sent from the rank's buffers).
+  options.fifo.singleCopyBytes = count > 1000 ? 1 : 0;
   return runtime::runOnProcesses(a, options);
 }
 
@@ -54,7 +56,7 @@ TEST(TcpRun, LibraryAlgorithmsAreExact) {
                         Case{"alltoall.direct", 3, DataType::int64, ReduceOp::sum},
                         Case{"broadcast.binomial", 4, DataType::uint8, ReduceOp::sum}}) {
     const auto a = compileForTest(c.name, c.ranks);
-    // A count the chunking does not divide, and 200 KiB per block (many tiles).
+    // A count the chunking does not divide, and 200 KiB per block (many tiles, by reference).
     for (const std::size_t count : {std::size_t{777}, std::size_t{(200 << 10) / 4}}) {
       const auto report = runTcp(a, count, c.type, c.op);
       EXPECT_TRUE(report.ok()) << c.name << " count " << count << ": " << report.firstWrong;

@@ -121,6 +121,81 @@ TEST(TcpTransport, SeveralSocketsPerPeerKeepEveryChannelInOrder) {
   expectOrderedFifos(options, {0, 1, 2, 5, 7});
 }
 
+std::uint8_t byReferencePattern(int round, int message, std::size_t i) {
+  return static_cast<std::uint8_t>(
+      (i * 13 + static_cast<std::size_t>(message) * 7 + static_cast<std::size_t>(round) * 3) % 251);
+}
+
+RemoteRegion stridedRegion(const std::vector<std::uint8_t>& bytes, std::size_t piece,
+                           std::size_t stride) {
+  RemoteRegion region;
+  region.address = reinterpret_cast<std::uintptr_t>(bytes.data());
+  region.pieceBytes = piece;
+  region.stride = stride;
+  region.pieces = static_cast<std::uint32_t>(bytes.size() / stride);
+  return region;
+}
+
+// Messages by reference leave straight from the sender's memory, in strided pieces (more than
+// one sendmsg takes), and settle once the socket took them: then the sender overwrites the
+// regions, and the receiver still gets the original bytes. Several rounds, so credits and
+// tickets wrap around the slots.
+TEST(TcpTransport, MessagesByReferenceLeaveFromTheSendersMemory) {
+  TcpOptions options = smallOptions("by-reference");
+  options.fifo.slots = 8;
+  options.fifo.slotBytes = 1 << 20;
+  options.fifo.singleCopyBytes = 1;
+  constexpr int kRounds = 4;
+  constexpr int kMessages = 8;
+  constexpr std::size_t kPiece = 1000, kStride = 1024, kPieces = 1024;
+  std::atomic<int> sent{0}, read{0};
+  onRanks(2, options, [&](int rank, ConnectionSet& c) {
+    if (rank == 0) {
+      Fifo& f = c.sendFifo(1, 0);
+      ASSERT_TRUE(f.acceptsRemote(kPiece * kPieces));
+      ASSERT_FALSE(f.acceptsRemote((1 << 20) + 1)) << "larger than a slot";
+      ASSERT_TRUE(f.remoteSavesACopy());
+      std::vector<std::vector<std::uint8_t>> memory(kMessages,
+                                                    std::vector<std::uint8_t>(kStride * kPieces));
+      for (int round = 0; round < kRounds; ++round) {
+        spinUntil([&] { return read.load() == round; }, "the receiver's round");
+        std::vector<std::uint64_t> tickets;
+        for (int m = 0; m < kMessages; ++m) {
+          auto& bytes = memory[static_cast<std::size_t>(m)];
+          for (std::size_t i = 0; i < bytes.size(); ++i)
+            bytes[i] = byReferencePattern(round, m, i);
+          spinUntil([&] { return f.trySendSlot() != nullptr; }, "a credit");
+          tickets.push_back(f.commitRemote(stridedRegion(bytes, kPiece, kStride),
+                                           700 + static_cast<std::uint64_t>(m)));
+        }
+        for (const std::uint64_t ticket : tickets)
+          spinUntil([&] { return f.remoteSettled(ticket); }, "the socket to take a message");
+        for (auto& bytes : memory)
+          std::fill(bytes.begin(), bytes.end(), std::uint8_t{0xEE});
+        sent.store(round + 1);
+      }
+      spinUntil([&] { return read.load() == kRounds; }, "the last round read");
+    } else {
+      Fifo& f = c.recvFifo(0, 0);
+      for (int round = 0; round < kRounds; ++round) {
+        spinUntil([&] { return sent.load() > round; }, "the sender's round");
+        for (int m = 0; m < kMessages; ++m) {
+          RecvSlot slot;
+          spinUntil([&] { return f.tryRecvSlot(&slot); }, "a message");
+          ASSERT_FALSE(slot.remote) << "tcp delivers every message into a slot";
+          ASSERT_EQ(slot.bytes, kPiece * kPieces);
+          ASSERT_EQ(slot.tag, 700u + static_cast<std::uint64_t>(m));
+          for (std::size_t j = 0; j < slot.bytes; ++j)
+            ASSERT_EQ(slot.data[j], byReferencePattern(round, m, j / kPiece * kStride + j % kPiece))
+                << "round " << round << " message " << m << " byte " << j;
+          f.releaseRecv();
+        }
+        read.store(round + 1);
+      }
+    }
+  });
+}
+
 // A ring AllReduce with `instances` channels over tcp, 3 calls on 3 ranks, checked exactly.
 void expectExactRing(const TcpOptions& tcp, int instances) {
   constexpr int kRanks = 3;
@@ -276,9 +351,9 @@ void sendToRankZero(Store& store, const std::string& group, const std::string& b
 // Rank 0 of a 2-rank group in a thread, and a hand-made rank 1 that completes the rendezvous
 // (a valid hello) and then does what the test wants with its socket.
 void withFakeRankOne(const std::string& group, const std::function<void(SocketFd&)>& act,
-                     const std::function<void(ConnectionSet&)>& check) {
+                     const std::function<void(ConnectionSet&)>& check, TcpOptions options = {}) {
   InMemoryStore store;
-  const TcpOptions options = smallOptions(group);
+  if (options.groupId.empty()) options = smallOptions(group);
   RankZero rankZero(store, options);
   store.set("tcp/" + group + "/netns/1", toBytes(networkNamespaceId()));
   store.set("tcp/" + group + "/addr/1", toBytes("127.0.0.1 1 fakehost lo 1"));
@@ -295,6 +370,69 @@ void withFakeRankOne(const std::string& group, const std::function<void(SocketFd
   ASSERT_NE(rankZero.connections, nullptr) << rankZero.error;
   act(fd);
   check(*rankZero.connections);
+}
+
+// Reads exactly `bytes` from a blocking socket into `out`.
+void receiveExactly(const SocketFd& fd, std::uint8_t* out, std::size_t bytes) {
+  while (bytes > 0) {
+    const ssize_t got = ::recv(fd.get(), out, bytes, 0);
+    ASSERT_GT(got, 0) << "the connection ended early";
+    out += got;
+    bytes -= static_cast<std::size_t>(got);
+  }
+}
+
+// A peer that does not read: most of 4 messages of 1 MB by reference cannot leave, so evicting
+// them copies them into their slots (one of them half written), and the sender may overwrite
+// its buffers at once. Then the peer reads: every frame carries the original bytes.
+TEST(TcpTransport, EvictedMessagesByReferenceStillCarryTheOriginalBytes) {
+  TcpOptions options = smallOptions("evict");
+  options.fifo.slotBytes = 1 << 20;
+  options.fifo.singleCopyBytes = 1;
+  options.socketBufferBytes = 64 << 10;
+  constexpr int kMessages = 4;  // the 4 slots
+  constexpr std::size_t kPiece = 1000, kStride = 1024;
+  std::vector<std::vector<std::uint8_t>> memory(kMessages,
+                                                std::vector<std::uint8_t>(kStride * 1024));
+  const auto readAll = [&](const SocketFd& fd) {
+    std::array<std::uint8_t, kFrameHeaderBytes> raw{};
+    for (int m = 0; m < kMessages;) {
+      receiveExactly(fd, raw.data(), raw.size());
+      FrameHeader header;
+      ASSERT_EQ(decodeFrameHeader(raw, options.fifo.slotBytes, &header), "");
+      std::vector<std::uint8_t> payload(header.bytes);
+      receiveExactly(fd, payload.data(), payload.size());
+      if (header.kind != FrameKind::data) continue;
+      ASSERT_EQ(header.tag, 900u + static_cast<std::uint64_t>(m));
+      ASSERT_EQ(payload.size(), kPiece * 1024);
+      for (std::size_t j = 0; j < payload.size(); ++j)
+        ASSERT_EQ(payload[j], byReferencePattern(0, m, j / kPiece * kStride + j % kPiece))
+            << "message " << m << " byte " << j;
+      ++m;
+    }
+  };
+  const SocketFd* peer = nullptr;
+  withFakeRankOne(
+      "evict", [&](SocketFd& fd) { peer = &fd; },
+      [&](ConnectionSet& zero) {
+        Fifo& f = zero.sendFifo(1, 0);
+        std::vector<std::uint64_t> tickets;
+        for (int m = 0; m < kMessages; ++m) {
+          auto& bytes = memory[static_cast<std::size_t>(m)];
+          for (std::size_t i = 0; i < bytes.size(); ++i)
+            bytes[i] = byReferencePattern(0, m, i);
+          ASSERT_NE(f.trySendSlot(), nullptr);
+          tickets.push_back(f.commitRemote(stridedRegion(bytes, kPiece, kStride),
+                                           900 + static_cast<std::uint64_t>(m)));
+        }
+        EXPECT_FALSE(f.remoteSettled(tickets.back())) << "the socket took 4 MB unread";
+        for (const std::uint64_t ticket : tickets)
+          EXPECT_TRUE(f.evictRemote(ticket));
+        for (auto& bytes : memory)
+          std::fill(bytes.begin(), bytes.end(), std::uint8_t{0xEE});
+        readAll(*peer);
+      },
+      options);
 }
 
 TEST(TcpTransport, GarbageConnectionsAreRefusedAndTheGroupStillForms) {

@@ -1,13 +1,16 @@
 // The TCP transport's ConnectionSet (tcp_transport.h): per-peer non-blocking sockets (one or
 // more "links" per peer; channel c's data and credits use link c % links, control frames link
 // 0, and a bye goes on every link). Bytes move under ioMutex_, by whichever thread holds it:
-//   * the interpreter, through its FIFO calls (TcpProgress): a commit or a release gathers
-//     and writes at once; an empty receive FIFO or a send FIFO out of credits reads the
-//     sockets. No thread handoff on the fast path, as in MPI progress engines.
+//   * the interpreter, through its FIFO calls (TcpProgress): a commit (or a batch of released
+//     slots) gathers and writes at once; an empty receive FIFO or a send FIFO out of credits
+//     reads the sockets and returns every pending credit. No thread handoff on the fast path,
+//     as in MPI progress engines. A credit that is not due yet leaves with the next frame
+//     gathered for its connection.
 //   * a progress thread otherwise (between calls, or when the lock was busy). One iteration:
 //     1. Announce sleep (sleeping_ = true, by an exchange: see wake()), then gather: every
-//        send FIFO's newly committed slots become data frames, every receive FIFO's released
-//        slots a credit frame, and queued control frames (call, abort) move to their peers.
+//        send FIFO's newly committed messages become data frames, every receive FIFO's
+//        released slots a credit frame, and queued control frames (call, abort) move to their
+//        peers.
 //     2. Write each peer's queue with sendmsg until the socket would block.
 //     3. poll() the sockets and an eventfd, without the lock: without delay when step 1
 //        found work, else up to 100 ms. A FIFO call that finds the lock taken writes the
@@ -37,6 +40,7 @@
 
 #include "chorus/error.h"
 #include "support/error.h"
+#include "transport/remote_message.h"
 #include "transport/tcp/tcp_bootstrap.h"
 #include "transport/tcp/tcp_fifo.h"
 #include "transport/tcp/tcp_frame.h"
@@ -60,14 +64,17 @@ std::size_t ix(int i) {
   return static_cast<std::size_t>(i);
 }
 
-// One frame waiting to be written: its header and payload (borrowed from a send slot, or
-// owned for control frames).
+// One frame waiting to be written: its header and payload (borrowed from a send slot or, for a
+// message by reference, the sender's buffers; owned for control frames).
 struct Outgoing {
   std::array<std::uint8_t, kFrameHeaderBytes> header{};
   const std::uint8_t* payload = nullptr;
   std::size_t payloadBytes = 0;
   std::vector<std::uint8_t> owned;
   std::size_t written = 0;
+  TcpSendFifo* fifo = nullptr;  // data frames: the FIFO told once the socket took them
+  std::uint64_t ticket = 0;
+  const RemoteRegion* region = nullptr;  // by reference: the payload's pieces (not `payload`)
   std::size_t total() const { return kFrameHeaderBytes + payloadBytes; }
 };
 
@@ -137,6 +144,11 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
       for (SocketFd& fd : links[ix(r)].sockets) {
         setNonBlocking(fd.get());
         setNoDelay(fd.get());
+        if (options.socketBufferBytes > 0) {
+          const int bytes = options.socketBufferBytes;
+          ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+          ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+        }
         peer.links.emplace_back().fd = std::move(fd);
       }
     }
@@ -272,7 +284,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     std::unique_lock lock(ioMutex_, std::try_to_lock);
     if (!lock) return wake(false);
     guarded([&] {
-      gather();
+      gather(/*allCredits=*/false);
       writeAll();
     });
   }
@@ -283,8 +295,23 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     if (!lock) return;  // the holder is moving bytes
     guarded([&] {
       forEachLink([&](int r, std::size_t l) { readSome(r, l); });
-      gather();
+      gather(/*allCredits=*/true);
       writeAll();
+    });
+  }
+
+  void evict(TcpSendFifo& fifo, std::uint64_t ticket) override {
+    std::lock_guard lock(ioMutex_);
+    if (fifo.remoteSettled(ticket)) return;
+    const std::uint8_t* slot = fifo.localize(ticket);
+    // Already gathered: the frame now sends the slot's copy (same bytes, so a frame partly
+    // written goes on where it stopped).
+    forEachLink([&](int r, std::size_t l) {
+      for (Outgoing& out : peers_[ix(r)].links[l].out)
+        if (out.fifo == &fifo && out.ticket == ticket) {
+          out.region = nullptr;
+          out.payload = slot;
+        }
     });
   }
 
@@ -321,13 +348,13 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         std::lock_guard lock(ioMutex_);
         if (stopping_.load(std::memory_order_acquire)) {
           guarded([&] {
-            gather();
+            gather(/*allCredits=*/true);
             sayGoodbye();
           });
           return;
         }
         guarded([&] {
-          const bool gathered = gather();
+          const bool gathered = gather(/*allCredits=*/true);
           busy = writeAll() || gathered;
         });
         polls.assign(1, pollfd{wakeFd_.get(), POLLIN, 0});
@@ -377,8 +404,9 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     return {-1, 0};
   }
 
-  // Step 1. True if it queued anything.
-  bool gather() {
+  // Step 1. True if it queued anything. Credits go back when `allCredits`, else only those due
+  // (half the slots) or able to travel with a frame already queued for their connection.
+  bool gather(bool allCredits) {
     if (fifoGeneration_.load(std::memory_order_acquire) != seenGeneration_) {
       std::lock_guard lock(fifoMutex_);
       seenGeneration_ = fifoGeneration_.load(std::memory_order_relaxed);
@@ -387,37 +415,41 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     }
     bool queued = false;
     for (const SendEntry& e : sendSnapshot_) {
-      const std::uint8_t* data = nullptr;
-      std::size_t bytes = 0;
-      std::uint64_t tag = 0;
-      while (e.fifo->nextToSend(&data, &bytes, &tag)) {
+      TcpSendFifo::Outbound message;
+      while (e.fifo->nextToSend(&message)) {
         Outgoing out;
-        out.payload = data;
-        out.payloadBytes = bytes;
+        out.payload = message.data;
+        out.payloadBytes = message.bytes;
+        out.fifo = e.fifo;
+        out.ticket = message.ticket;
+        out.region = message.region;
         FrameHeader header;
         header.kind = FrameKind::data;
         header.channel = static_cast<std::uint32_t>(e.channel);
-        header.bytes = static_cast<std::uint32_t>(bytes);
-        header.tag = tag;
+        header.bytes = static_cast<std::uint32_t>(message.bytes);
+        header.tag = message.tag;
         encodeFrameHeader(header, out.header);
         peers_[ix(e.peer)].linkOf(header.channel).out.push_back(std::move(out));
         queued = true;
       }
     }
+    {
+      std::lock_guard lock(controlMutex_);
+      for (auto& [peer, frame] : control_) {
+        peers_[ix(peer)].links.front().out.push_back(std::move(frame));
+        queued = true;
+      }
+      control_.clear();
+    }
     for (const RecvEntry& e : recvSnapshot_) {
-      const std::uint64_t credits = e.fifo->takeCredits();
-      if (credits == 0) continue;
       const auto channel = static_cast<std::uint32_t>(e.channel);
-      peers_[ix(e.peer)].linkOf(channel).out.push_back(
+      Link& link = peers_[ix(e.peer)].linkOf(channel);
+      const std::uint64_t credits = e.fifo->takeCredits(allCredits || !link.out.empty());
+      if (credits == 0) continue;
+      link.out.push_back(
           makeFrame(FrameKind::credit, channel, static_cast<std::uint32_t>(credits), 0));
       queued = true;
     }
-    std::lock_guard lock(controlMutex_);
-    for (auto& [peer, frame] : control_) {
-      peers_[ix(peer)].links.front().out.push_back(std::move(frame));
-      queued = true;
-    }
-    control_.clear();
     return queued;
   }
 
@@ -433,8 +465,23 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         if (skip < kFrameHeaderBytes)
           iov[n++] = {it->header.data() + skip, kFrameHeaderBytes - skip};
         skip = skip > kFrameHeaderBytes ? skip - kFrameHeaderBytes : 0;
-        if (it->payloadBytes > skip)
+        if (it->payloadBytes <= skip) continue;
+        if (it->region == nullptr) {
           iov[n++] = {const_cast<std::uint8_t*>(it->payload) + skip, it->payloadBytes - skip};
+          continue;
+        }
+        // A message by reference: one entry per piece of the region, as many as fit; the
+        // frames after it wait for the next sendmsg if it did not fit whole.
+        bool whole = true;
+        forEachRun(*it->region, skip, it->payloadBytes - skip,
+                   [&](std::uint64_t address, std::size_t bytes) {
+                     if (n == iov.size()) {
+                       whole = false;
+                       return;
+                     }
+                     iov[n++] = {reinterpret_cast<void*>(address), bytes};
+                   });
+        if (!whole) break;
       }
       msghdr message{};
       message.msg_iov = iov.data();
@@ -453,7 +500,10 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         const std::size_t take = std::min(done, front.total() - front.written);
         front.written += take;
         done -= take;
-        if (front.written == front.total()) link.out.pop_front();
+        if (front.written == front.total()) {
+          if (front.fifo != nullptr) front.fifo->frameWritten();
+          link.out.pop_front();
+        }
       }
     }
     return wrote;
@@ -606,6 +656,9 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     Peer& peer = peers_[ix(r)];
     Link& link = peer.links[l];
     link.closed = true;
+    // Messages that will never be sent: their regions are the sender's again.
+    for (const Outgoing& out : link.out)
+      if (out.fifo != nullptr) out.fifo->frameWritten();
     link.out.clear();
     if (link.departed) return;
     fail(fmt::format("tcp transport: rank {} lost {}: {}", rank_, peer.where, why));

@@ -1,12 +1,14 @@
 #include "transport/tcp/tcp_fifo.h"
 
 #include "support/error.h"
+#include "transport/remote_message.h"
 
 namespace chorus::transport {
 
 TcpSlotRing::TcpSlotRing(const FifoOptions& options, TcpProgress& progress)
     : slots_(static_cast<std::uint64_t>(options.slots)),
       slotBytes_(options.slotBytes),
+      singleCopyBytes_(options.singleCopyBytes),
       progress_(progress),
       buffer_(static_cast<std::size_t>(options.slots) * options.slotBytes),
       meta_(static_cast<std::size_t>(options.slots)) {}
@@ -23,16 +25,42 @@ std::uint8_t* TcpSendFifo::trySendSlot() {
 void TcpSendFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
   const std::uint64_t committed = committed_.load(std::memory_order_relaxed);
   CHORUS_INTERNAL_ASSERT(bytes <= slotBytes_, "a message larger than its slot");
-  meta(committed) = {bytes, tag};
+  meta(committed) = {bytes, tag, false, {}};
   committed_.store(committed + 1, std::memory_order_release);
   progress_.kick();
 }
 
-bool TcpSendFifo::nextToSend(const std::uint8_t** data, std::size_t* bytes, std::uint64_t* tag) {
+std::uint64_t TcpSendFifo::commitRemote(const RemoteRegion& region, std::uint64_t tag) {
+  const std::uint64_t committed = committed_.load(std::memory_order_relaxed);
+  CHORUS_INTERNAL_ASSERT(region.bytes() <= slotBytes_, "a message larger than its slot");
+  meta(committed) = {region.bytes(), tag, true, region};
+  committed_.store(committed + 1, std::memory_order_release);
+  progress_.kick();
+  return committed + 1;
+}
+
+bool TcpSendFifo::evictRemote(std::uint64_t ticket) {
+  if (!remoteSettled(ticket)) progress_.evict(*this, ticket);
+  return true;
+}
+
+const std::uint8_t* TcpSendFifo::localize(std::uint64_t ticket) {
+  Meta& m = meta(ticket - 1);
+  if (m.remote) {
+    copyFromRegion(m.region, 0, slot(ticket - 1), m.bytes);
+    m.remote = false;
+  }
+  return slot(ticket - 1);
+}
+
+bool TcpSendFifo::nextToSend(Outbound* message) {
   if (queued_ == committed_.load(std::memory_order_acquire)) return false;
-  *data = slot(queued_);
-  *bytes = meta(queued_).bytes;
-  *tag = meta(queued_).tag;
+  const Meta& m = meta(queued_);
+  message->data = slot(queued_);
+  message->bytes = m.bytes;
+  message->tag = m.tag;
+  message->ticket = queued_ + 1;
+  message->region = m.remote ? &m.region : nullptr;
   ++queued_;
   return true;
 }
@@ -50,8 +78,8 @@ bool TcpRecvFifo::tryRecvSlot(RecvSlot* slot) {
 }
 
 void TcpRecvFifo::releaseRecv() {
-  released_.fetch_add(1, std::memory_order_release);
-  progress_.kick();
+  const std::uint64_t released = released_.fetch_add(1, std::memory_order_release) + 1;
+  if (released - credited_.load(std::memory_order_relaxed) >= creditBatch()) progress_.kick();
 }
 
 std::uint8_t* TcpRecvFifo::arrivalSlot() {
@@ -62,14 +90,15 @@ std::uint8_t* TcpRecvFifo::arrivalSlot() {
 
 void TcpRecvFifo::commitArrival(std::size_t bytes, std::uint64_t tag) {
   const std::uint64_t arrived = arrived_.load(std::memory_order_relaxed);
-  meta(arrived) = {bytes, tag};
+  meta(arrived) = {bytes, tag, false, {}};
   arrived_.store(arrived + 1, std::memory_order_release);
 }
 
-std::uint64_t TcpRecvFifo::takeCredits() {
+std::uint64_t TcpRecvFifo::takeCredits(bool now) {
   const std::uint64_t released = released_.load(std::memory_order_acquire);
-  const std::uint64_t credits = released - credited_;
-  credited_ = released;
+  const std::uint64_t credits = released - credited_.load(std::memory_order_relaxed);
+  if (credits == 0 || (!now && credits < creditBatch())) return 0;
+  credited_.store(released, std::memory_order_relaxed);
   return credits;
 }
 

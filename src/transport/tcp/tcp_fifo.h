@@ -7,7 +7,15 @@
 //
 // Flow control is credit-based: the sender may have at most `slots` slots that the receiver
 // has not released, so the receiver always has a free slot for an arriving data frame. The
-// receiver returns a credit per released slot (tcp_frame.h).
+// receiver returns a credit per released slot (tcp_frame.h): with the next frame it sends that
+// way, once half the slots wait for theirs, or as soon as this rank waits for anything (an
+// empty receive FIFO, a send FIFO out of credits) or its progress thread runs; so a call that
+// sends and receives one message costs one frame each way, not two.
+//
+// Single copy: a message of at least FifoOptions::singleCopyBytes may be committed by reference
+// (Fifo::commitRemote). Its data frame is then written to the socket straight from the
+// sender's buffer, and the message settles once the kernel has taken every byte; an eviction
+// copies what is not yet written into the slot.
 #pragma once
 
 #include <atomic>
@@ -19,15 +27,21 @@
 
 namespace chorus::transport {
 
-// What a FIFO asks of its transport; both never block.
+class TcpSendFifo;
+
+// What a FIFO asks of its transport; kick() and poke() never block.
 class TcpProgress {
  public:
   virtual ~TcpProgress() = default;
-  // New work to send (a committed slot, a released slot's credit): send it now if no other
-  // thread is moving bytes, else make sure one will.
+  // New work to send (a committed slot, a batch of credits): send it now if no other thread
+  // is moving bytes, else make sure one will.
   virtual void kick() = 0;
-  // Nothing to receive or no credit: read what the sockets hold now if no other thread is.
+  // Nothing to receive or no credit: read what the sockets hold now and return every pending
+  // credit, if no other thread is moving bytes.
   virtual void poke() = 0;
+  // Copies message `ticket` of `fifo`, sent by reference, into its slot wherever it waits to
+  // be written, so its region may change. Waits for the thread moving bytes, if any.
+  virtual void evict(TcpSendFifo& fifo, std::uint64_t ticket) = 0;
 };
 
 // The slots of one FIFO end: `slots` payload buffers of `slotBytes`, each with its message
@@ -42,6 +56,8 @@ class TcpSlotRing : public Fifo {
   struct Meta {
     std::size_t bytes = 0;
     std::uint64_t tag = 0;
+    bool remote = false;  // the payload is `region`, in the sender's buffers (single copy)
+    RemoteRegion region;
   };
   std::uint8_t* slot(std::uint64_t sequence) {
     return buffer_.data() + (sequence % slots_) * slotBytes_;
@@ -50,6 +66,7 @@ class TcpSlotRing : public Fifo {
 
   std::uint64_t slots_;
   std::size_t slotBytes_;
+  std::size_t singleCopyBytes_;
   TcpProgress& progress_;
 
  private:
@@ -57,8 +74,10 @@ class TcpSlotRing : public Fifo {
   std::vector<Meta> meta_;
 };
 
-// Sender end. The interpreter fills and commits slots; the progress thread sends committed
-// slots in order (nextToSend) and adds the receiver's credits.
+// Sender end. The interpreter fills and commits slots (or commits references); the thread
+// moving bytes sends committed messages in order (nextToSend), counts those the socket took
+// (frameWritten) and adds the receiver's credits. A message's ticket is its 1-based sequence
+// number.
 class TcpSendFifo final : public TcpSlotRing {
  public:
   using TcpSlotRing::TcpSlotRing;
@@ -67,8 +86,33 @@ class TcpSendFifo final : public TcpSlotRing {
   void commitSend(std::size_t bytes, std::uint64_t tag) override;
   bool tryRecvSlot(RecvSlot*) override { return false; }
   void releaseRecv() override {}
-  // Progress thread: the next committed slot not yet handed to the socket, if any.
-  bool nextToSend(const std::uint8_t** data, std::size_t* bytes, std::uint64_t* tag);
+
+  bool acceptsRemote(std::size_t bytes) const override {
+    return singleCopyBytes_ != 0 && bytes >= singleCopyBytes_ && bytes <= slotBytes_;
+  }
+  bool remoteSavesACopy() const override { return true; }
+  std::uint64_t commitRemote(const RemoteRegion& region, std::uint64_t tag) override;
+  bool remoteSettled(std::uint64_t ticket) const override {
+    return written_.load(std::memory_order_acquire) >= ticket;
+  }
+  bool evictRemote(std::uint64_t ticket) override;
+
+  // A committed message as the thread moving bytes sends it: the slot's bytes, or `region`.
+  struct Outbound {
+    const std::uint8_t* data = nullptr;
+    std::size_t bytes = 0;
+    std::uint64_t tag = 0;
+    std::uint64_t ticket = 0;
+    const RemoteRegion* region = nullptr;
+  };
+  // Thread moving bytes: the next committed message not yet handed to the socket, if any.
+  bool nextToSend(Outbound* message);
+  // Thread moving bytes: the socket took the next message handed out (or it will never be
+  // sent: its connection is lost), so its region may change.
+  void frameWritten() { written_.fetch_add(1, std::memory_order_release); }
+  // Thread moving bytes (TcpProgress::evict): copies message `ticket`'s region into its slot
+  // and returns the slot; the message is sent from there from now on.
+  const std::uint8_t* localize(std::uint64_t ticket);
   void addCredits(std::uint64_t n) { credited_.fetch_add(n, std::memory_order_release); }
   // Slots the receiver has not released (a protocol check on credits).
   std::uint64_t outstanding() const {
@@ -78,7 +122,8 @@ class TcpSendFifo final : public TcpSlotRing {
  private:
   std::atomic<std::uint64_t> committed_{0};  // interpreter
   std::atomic<std::uint64_t> credited_{0};   // progress thread
-  std::uint64_t queued_ = 0;                 // progress thread only
+  std::atomic<std::uint64_t> written_{0};    // thread moving bytes
+  std::uint64_t queued_ = 0;                 // thread moving bytes only
 };
 
 // Receiver end. The progress thread writes arriving data frames into free slots; the
@@ -97,13 +142,16 @@ class TcpRecvFifo final : public TcpSlotRing {
   std::uint8_t* arrivalSlot();
   // Progress thread: publishes the arrival written into arrivalSlot().
   void commitArrival(std::size_t bytes, std::uint64_t tag);
-  // Progress thread: slots released since the last call (the credit to send back).
-  std::uint64_t takeCredits();
+  // Thread moving bytes: slots released since the credit last taken (the credit to send
+  // back); 0 while fewer than half the slots wait for theirs, unless `now`.
+  std::uint64_t takeCredits(bool now);
 
  private:
-  std::atomic<std::uint64_t> arrived_{0};   // progress thread
+  std::uint64_t creditBatch() const { return slots_ / 2 > 0 ? slots_ / 2 : 1; }
+
+  std::atomic<std::uint64_t> arrived_{0};   // thread moving bytes
   std::atomic<std::uint64_t> released_{0};  // interpreter
-  std::uint64_t credited_ = 0;              // progress thread only
+  std::atomic<std::uint64_t> credited_{0};  // thread moving bytes
 };
 
 }  // namespace chorus::transport

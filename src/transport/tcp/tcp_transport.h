@@ -33,6 +33,9 @@ struct TcpOptions {
   // travels on connection c % socketsPerPeer, so plans with several channels spread over
   // several TCP streams. The same on every rank.
   int socketsPerPeer = 1;
+  // SO_SNDBUF and SO_RCVBUF of every connection (0 = the kernel's, which grows them as
+  // needed). Small buffers make sends wait for the receiver sooner (tests use that).
+  int socketBufferBytes = 0;
   // The peers this rank connects to over tcp, indexed by rank (empty = every other rank); the
   // same pairs on every rank. The mixed transport leaves out peers it reaches over shm;
   // asking for the FIFO of a peer left out is a CommError.
