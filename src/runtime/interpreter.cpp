@@ -580,11 +580,10 @@ class RankExecutor {
     // out-of-place calls of plans that only move data and that fit the cache: there copying
     // out of another process's memory measured faster than two copies through a slot,
     // elsewhere slower (docs/performance.md). A reduced message only exists in the slot.
-    const bool byReference =
-        out && s.op != ir::OpKind::recvReduceSend &&
-        (options_.alwaysByReference || task.send->remoteSavesACopy() ||
-         (!facts_->reduces && !mem_.streaming && !mem_.overlapping)) &&
-        task.send->acceptsRemote(messageBytes);
+    const bool byReference = out && s.op != ir::OpKind::recvReduceSend &&
+                             (options_.alwaysByReference || task.send->remoteSavesACopy() ||
+                              (!facts_->reduces && !mem_.streaming && !mem_.overlapping)) &&
+                             task.send->acceptsRemote(messageBytes);
     execute(s, slot, task.recv, byReference ? nullptr : out, offset, len, pieceBytes);
     if (receives) task.recv->releaseRecv();
     if (byReference) {
