@@ -97,6 +97,7 @@ struct TaskState {
   // read by other threadblocks' dependency checks (acquire).
   std::atomic<std::uint64_t> completed{0};
   bool done = false;
+  bool posted = false;  // the current step's destination is posted on `recv` (Fifo::postRecv)
 };
 
 // How one executor thread's share of the tasks ended.
@@ -388,6 +389,8 @@ class RankExecutor {
     try {
       runWorkers();
     } catch (...) {
+      for (TaskState& task : tasks_)  // no transport may write the caller's buffers any more
+        if (task.posted) task.recv->unpost();
       ledger_.abandon(kAbandonPatienceMs);
       throw;
     }
@@ -552,7 +555,11 @@ class RankExecutor {
     const bool receives = ir::opReceives(s.op);
     transport::RecvSlot slot;
     std::uint8_t* out = nullptr;
-    if (receives && !task.recv->tryRecvSlot(&slot)) return false;
+    if (receives && !task.recv->tryRecvSlot(&slot)) {
+      if (!task.posted) postDestination(task, s);
+      return false;
+    }
+    task.posted = false;
     if (ir::opSends(s.op) && (out = task.send->trySendSlot()) == nullptr) return false;
     if (receives && slot.tag != options_.callTag) failMismatchedCall(task);
 
@@ -604,6 +611,19 @@ class RankExecutor {
     return true;
   }
 
+  // A step that only lands the message in its destination (recv, recvCopySend) and finds it
+  // not there yet lets the transport write it there directly, where it can (Fifo::postRecv):
+  // one copy fewer. Not while a message this rank sent by reference still reads that memory.
+  void postDestination(TaskState& task, const ir::Step& s) {
+    if (s.op != ir::OpKind::recv && s.op != ir::OpKind::recvCopySend) return;
+    const std::size_t offset = task.iteration * tileElems_;
+    const std::size_t len = std::min(tileElems_, mem_.chunkElems - offset);
+    if (!task.recv->acceptsPost(len * mem_.elemSize * static_cast<std::size_t>(s.count))) return;
+    const auto region = mem_.pieces(s.dstBuffer, s.dstIndex, s.count, offset, len);
+    if (!ledger_.empty() && !ledger_.clearForWrite(region, /*evict=*/false)) return;
+    task.posted = task.recv->postRecv(region, options_.callTag);
+  }
+
   bool streams(ir::BufferKind kind) const {
     return mem_.streaming && facts_->streamable[bufferSlot(kind)];
   }
@@ -629,6 +649,7 @@ class RankExecutor {
   // or straight out of the sender's memory for a message by reference.
   void fetch(const transport::RecvSlot& slot, transport::Fifo* recv, ir::BufferKind kind,
              std::uint8_t* dst, std::size_t at, std::size_t bytes) {
+    if (slot.delivered) return;  // the transport wrote it there
     if (slot.remote)
       recv->readRemote(dst, at, bytes);
     else
@@ -670,9 +691,10 @@ class RankExecutor {
           break;
         case ir::OpKind::recvCopySend: {
           std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
-          if (out && !in.remote) std::memcpy(out + at, in.data + at, pieceBytes);
+          const bool inSlot = !in.remote && !in.delivered;
+          if (out && inSlot) std::memcpy(out + at, in.data + at, pieceBytes);
           fetch(in, recv, s.dstBuffer, dst, at, pieceBytes);
-          if (out && in.remote) std::memcpy(out + at, dst, pieceBytes);
+          if (out && !inSlot) std::memcpy(out + at, dst, pieceBytes);
           break;
         }
         case ir::OpKind::recvReduceCopy:

@@ -33,11 +33,13 @@ struct RemoteRegion {
 // the slot (RecvSlot now describes the local payload); or `wait`, the sender is evicting it.
 enum class RemoteClaim { read, evicted, wait };
 
+// `delivered`: the transport already wrote the payload where postRecv() asked (data is nullptr).
 struct RecvSlot {
   const std::uint8_t* data = nullptr;
   std::size_t bytes = 0;
   std::uint64_t tag = 0;
   bool remote = false;
+  bool delivered = false;
 };
 
 class Fifo {
@@ -83,6 +85,21 @@ class Fifo {
   // Receiver: copies bytes [offset, offset + bytes) of the claimed message into `dst`. Throws
   // CommError if the sender's memory cannot be read (the sender died).
   virtual void readRemote(std::uint8_t* dst, std::size_t offset, std::size_t bytes);
+
+  // ---- Posted receives (optional): the transport lands a message in its destination --------
+  // Receiver: whether a message of `bytes` may be posted for. The default says no, and then no
+  // other posting call is made.
+  virtual bool acceptsPost(std::size_t /*bytes*/) const { return false; }
+  // Receiver, while tryRecvSlot() finds nothing: the next message to be received, if it
+  // carries `tag` and exactly region.bytes(), may be written straight into `region` (pieces of
+  // this rank's memory, which nobody may read or write until that message is received or
+  // unpost() returns); tryRecvSlot() then returns it `delivered`. A message that does not match
+  // or had started to arrive lands in its slot as usual. False when the post could not be
+  // made now (try again later). Replaces an earlier post.
+  virtual bool postRecv(const RemoteRegion& /*region*/, std::uint64_t /*tag*/) { return false; }
+  // Receiver: withdraws the post; once it returns the transport writes the region no more (a
+  // message partly written there goes on into its slot). For calls that end early.
+  virtual void unpost() {}
 };
 
 }  // namespace chorus::transport

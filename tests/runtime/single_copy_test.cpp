@@ -195,7 +195,10 @@ struct CollectiveCase {
 void runAtOddOffsets(const CollectiveCase& c, Path path) {
   constexpr int kRanks = 3;
   const auto a = testing_support::compileForTest(c.algorithm, kRanks);
-  const std::size_t count = 2 * 3 * 1201 + 1;
+  // Over tcp, blocks of 288 KB and 64 KiB slots, so posted payloads are also read from the
+  // socket straight into the buffer (not only through the transport's staging buffer).
+  const bool overTcp = path == Path::tcpByReference;
+  const std::size_t count = 2 * 3 * (overTcp ? 12001 : 1201) + 1;
   const bool gathers = c.kind == ir::CollectiveKind::allgather;
   const bool allToAll = c.kind == ir::CollectiveKind::alltoall;
   const std::size_t inElems = allToAll ? kRanks * count : count;
@@ -206,7 +209,7 @@ void runAtOddOffsets(const CollectiveCase& c, Path path) {
     for (std::size_t i = 0; i < inElems; ++i)
       in[r][i + 1] = static_cast<float>(r * 10000 + i % 9973);
   const auto original = in;
-  transport::FifoOptions fifo{8, 4096};
+  transport::FifoOptions fifo{8, overTcp ? std::size_t{64} << 10 : 4096};
   fifo.singleCopyBytes = path == Path::streamed ? 0 : 1;
   transport::ThreadGroup group(kRanks, fifo);
   transport::InMemoryStore store;
@@ -217,9 +220,9 @@ void runAtOddOffsets(const CollectiveCase& c, Path path) {
   std::vector<std::string> errors(kRanks);
   for (int r = 0; r < kRanks; ++r)
     threads.emplace_back([&, r] {
-      std::unique_ptr<transport::ConnectionSet> overTcp;
+      std::unique_ptr<transport::ConnectionSet> tcpView;
       if (path == Path::tcpByReference) try {
-          overTcp = transport::connectTcp(store, r, kRanks, tcp);
+          tcpView = transport::connectTcp(store, r, kRanks, tcp);
         } catch (const std::exception& e) {
           errors[static_cast<std::size_t>(r)] = e.what();
           return;
@@ -237,7 +240,7 @@ void runAtOddOffsets(const CollectiveCase& c, Path path) {
       options.alwaysByReference = path == Path::byReference;
       options.streamingCallBytes = path == Path::streamed ? 1 : 0;
       try {
-        runtime::executeRank(a, r, args, overTcp ? *overTcp : group.rank(r), options);
+        runtime::executeRank(a, r, args, tcpView ? *tcpView : group.rank(r), options);
       } catch (const std::exception& e) {
         errors[static_cast<std::size_t>(r)] = e.what();
       }

@@ -10,9 +10,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -191,6 +193,69 @@ TEST(TcpTransport, MessagesByReferenceLeaveFromTheSendersMemory) {
           f.releaseRecv();
         }
         read.store(round + 1);
+      }
+    }
+  });
+}
+
+// Posted receives: the receiver posts a strided region before each message is sent, and the
+// payload lands there, not in the slot (delivered). A message whose tag or size does not
+// match the post lands in its slot as usual, and so does one sent before any post.
+TEST(TcpTransport, PostedReceivesLandInTheReceiversBuffer) {
+  TcpOptions options = smallOptions("post");
+  options.fifo.slotBytes = 1 << 20;
+  options.fifo.singleCopyBytes = 1;
+  constexpr std::size_t kPiece = 1000, kStride = 1024, kPieces = 300;  // 300 KB, many iovecs
+  constexpr int kMessages = 6;
+  std::atomic<int> posted{0};
+  onRanks(2, options, [&](int rank, ConnectionSet& c) {
+    const auto payloadOf = [&](int m) {
+      // Message 4 is a byte short of the post; message 5 carries another tag.
+      std::vector<std::uint8_t> bytes(kPiece * kPieces - (m == 4 ? 1 : 0));
+      for (std::size_t j = 0; j < bytes.size(); ++j)
+        bytes[j] = byReferencePattern(1, m, j);
+      return bytes;
+    };
+    if (rank == 0) {
+      Fifo& f = c.sendFifo(1, 0);
+      for (int m = 0; m < kMessages; ++m) {
+        spinUntil([&] { return posted.load() > m; }, "the receiver's post");
+        const auto bytes = payloadOf(m);
+        std::uint8_t* slot = nullptr;
+        spinUntil([&] { return (slot = f.trySendSlot()) != nullptr; }, "a credit");
+        std::memcpy(slot, bytes.data(), bytes.size());
+        f.commitSend(bytes.size(), m == 5 ? 99 : 500 + static_cast<std::uint64_t>(m));
+      }
+    } else {
+      Fifo& f = c.recvFifo(0, 0);
+      ASSERT_TRUE(f.acceptsPost(kPiece * kPieces));
+      std::vector<std::uint8_t> memory(kStride * kPieces);
+      for (int m = 0; m < kMessages; ++m) {
+        std::fill(memory.begin(), memory.end(), std::uint8_t{0xEE});
+        spinUntil(
+            [&] {
+              return f.postRecv(stridedRegion(memory, kPiece, kStride),
+                                500 + static_cast<std::uint64_t>(m));
+            },
+            "a post");
+        posted.store(m + 1);
+        RecvSlot slot;
+        spinUntil([&] { return f.tryRecvSlot(&slot); }, "a message");
+        const auto want = payloadOf(m);
+        ASSERT_EQ(slot.bytes, want.size());
+        const bool matches = m < 4;
+        ASSERT_EQ(slot.delivered, matches) << "message " << m;
+        for (std::size_t j = 0; j < want.size(); ++j) {
+          const std::uint8_t got =
+              matches ? memory[j / kPiece * kStride + j % kPiece] : slot.data[j];
+          ASSERT_EQ(got, want[j]) << "message " << m << " byte " << j;
+        }
+        if (!matches) {
+          EXPECT_EQ(memory[0], 0xEE) << "a message that did not match wrote the region";
+        } else {
+          EXPECT_EQ(memory[kPiece], 0xEE) << "wrote between the pieces";
+        }
+        f.releaseRecv();
       }
     }
   });
@@ -431,6 +496,55 @@ TEST(TcpTransport, EvictedMessagesByReferenceStillCarryTheOriginalBytes) {
         for (auto& bytes : memory)
           std::fill(bytes.begin(), bytes.end(), std::uint8_t{0xEE});
         readAll(*peer);
+      },
+      options);
+}
+
+// unpost() while a posted payload is half read: what arrived moves to the slot, the rest
+// follows there, and the region is not written any more. The peer is hand-made, so it can stop
+// in the middle of a frame.
+TEST(TcpTransport, UnpostMidMessageMovesItToTheSlot) {
+  TcpOptions options = smallOptions("unpost");
+  options.fifo.slotBytes = 1 << 20;
+  options.fifo.singleCopyBytes = 1;
+  constexpr std::size_t kBytes = 400'000, kFirst = 200'000;
+  std::vector<std::uint8_t> payload(kBytes);
+  for (std::size_t j = 0; j < kBytes; ++j)
+    payload[j] = byReferencePattern(2, 0, j);
+  const SocketFd* peer = nullptr;
+  withFakeRankOne(
+      "unpost", [&](SocketFd& fd) { peer = &fd; },
+      [&](ConnectionSet& zero) {
+        Fifo& f = zero.recvFifo(1, 0);
+        std::vector<std::uint8_t> memory(kBytes, 0xEE);
+        RemoteRegion region;
+        region.address = reinterpret_cast<std::uintptr_t>(memory.data());
+        region.pieceBytes = kBytes;
+        region.stride = kBytes;
+        region.pieces = 1;
+        spinUntil([&] { return f.postRecv(region, 42); }, "a post");
+        std::array<std::uint8_t, kFrameHeaderBytes> header{};
+        FrameHeader frame;
+        frame.kind = FrameKind::data;
+        frame.bytes = kBytes;
+        frame.tag = 42;
+        encodeFrameHeader(frame, header);
+        sendBytes(*peer, std::string(header.begin(), header.end()) +
+                             std::string(payload.begin(), payload.begin() + kFirst));
+        spinUntil([&] { return memory[kFirst - 1] == payload[kFirst - 1]; },
+                  "the first half to land in the region");
+        f.unpost();
+        std::fill(memory.begin(), memory.end(), std::uint8_t{0xEE});
+        sendBytes(*peer, std::string(payload.begin() + kFirst, payload.end()));
+        RecvSlot slot;
+        spinUntil([&] { return f.tryRecvSlot(&slot); }, "the message");
+        ASSERT_FALSE(slot.delivered);
+        ASSERT_EQ(slot.bytes, kBytes);
+        for (std::size_t j = 0; j < kBytes; ++j)
+          ASSERT_EQ(slot.data[j], payload[j]) << "byte " << j;
+        EXPECT_EQ(std::count(memory.begin(), memory.end(), std::uint8_t{0xEE}),
+                  static_cast<std::ptrdiff_t>(kBytes))
+            << "the region was written after unpost()";
       },
       options);
 }

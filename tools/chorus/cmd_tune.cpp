@@ -347,8 +347,9 @@ std::string commandLineOf(const TuneArgs& args) {
 
 ExitCode runTune(const TuneArgs& args, const std::string& commandLine) {
   if (args.ranks < 2) throw OptionError("--ranks must be at least 2, e.g. --ranks 4");
-  if (args.transport != "shm" && args.transport != "thread")
-    throw OptionError(fmt::format("unknown --transport '{}'; use shm or thread", args.transport));
+  if (args.transport != "shm" && args.transport != "thread" && args.transport != "tcp")
+    throw OptionError(
+        fmt::format("unknown --transport '{}'; use shm, tcp or thread", args.transport));
   if (!runtime::parseDataType(args.dtype))
     throw OptionError(fmt::format("unknown --dtype '{}'", args.dtype));
   if (args.tie < 0 || args.tie > 1)
@@ -421,7 +422,8 @@ Command addTuneCommand(CLI::App& app) {
       "Measure every applicable algorithm and setting per size and write a selection table");
   auto args = std::make_shared<TuneArgs>();
   command->add_option("-n,--ranks", args->ranks, "Number of ranks")->required();
-  command->add_option("--transport", args->transport, "shm (processes) or thread")
+  command->add_option("--transport", args->transport,
+                      "shm or tcp (processes; tcp over loopback) or thread")
       ->capture_default_str();
   command->add_option("--collectives", args->collectives, "Collectives to tune")
       ->delimiter(',')

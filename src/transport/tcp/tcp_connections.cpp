@@ -16,7 +16,8 @@
 //        found work, else up to 100 ms. A FIFO call that finds the lock taken writes the
 //        eventfd only when the thread announced sleep.
 //     4. Read every readable socket: a header, then its payload, straight into the receive
-//        FIFO's slot for data frames.
+//        FIFO's slot for data frames, or into the receiver's buffer where it posted for that
+//        message (Fifo::postRecv).
 // A peer that closes without a bye, resets, overruns its credits or sends a malformed frame
 // fails the group on this rank (abortReason()).
 #include <fmt/format.h>
@@ -104,6 +105,8 @@ struct Incoming {
   std::vector<std::uint8_t> scratch;
   std::size_t payloadBytes = 0;
   TcpRecvFifo* fifo = nullptr;  // data frames
+  bool delivered = false;       // a data frame read into `posted` instead of `target`
+  RemoteRegion posted;
 };
 
 // One TCP connection to a peer; every field is guarded by TcpConnections::ioMutex_.
@@ -297,6 +300,24 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
       forEachLink([&](int r, std::size_t l) { readSome(r, l); });
       gather(/*allCredits=*/true);
       writeAll();
+    });
+  }
+
+  bool tryWithBytesStill(const std::function<void()>& set) override {
+    std::unique_lock lock(ioMutex_, std::try_to_lock);
+    if (!lock) return false;
+    set();
+    return true;
+  }
+
+  void unpost(TcpRecvFifo& fifo) override {
+    std::lock_guard lock(ioMutex_);
+    fifo.dropPost();
+    forEachLink([&](int r, std::size_t l) {
+      Incoming& in = peers_[ix(r)].links[l].in;
+      if (!in.inPayload || in.fifo != &fifo || !in.delivered) return;
+      copyFromRegion(in.posted, 0, in.target, in.payloadBytes);
+      in.delivered = false;  // the rest follows into the slot
     });
   }
 
@@ -521,9 +542,12 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
       if (link.closed) return;
       const bool direct = in.inPayload && in.frame.bytes - in.payloadBytes >= kStageBytes;
       if (!direct && link.stage.empty()) link.stage.resize(kStageBytes);
-      std::uint8_t* at = direct ? in.target + in.payloadBytes : link.stage.data();
-      const std::size_t want = direct ? in.frame.bytes - in.payloadBytes : kStageBytes;
-      const ssize_t got = ::recv(link.fd.get(), at, want, MSG_DONTWAIT);
+      const ssize_t got = direct && in.delivered
+                              ? receiveIntoPost(link)
+                              : ::recv(link.fd.get(),
+                                       direct ? in.target + in.payloadBytes : link.stage.data(),
+                                       direct ? in.frame.bytes - in.payloadBytes : kStageBytes,
+                                       MSG_DONTWAIT);
       if (got == 0) {
         if (link.departed) {
           link.closed = true;
@@ -550,6 +574,21 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     }
   }
 
+  // One recvmsg of the rest of the link's payload into the pieces of its posted region.
+  ssize_t receiveIntoPost(Link& link) {
+    Incoming& in = link.in;
+    std::array<iovec, 64> iov{};
+    std::size_t n = 0;
+    forEachRun(in.posted, in.payloadBytes, in.frame.bytes - in.payloadBytes,
+               [&](std::uint64_t address, std::size_t bytes) {
+                 if (n < iov.size()) iov[n++] = {reinterpret_cast<void*>(address), bytes};
+               });
+    msghdr message{};
+    message.msg_iov = iov.data();
+    message.msg_iovlen = n;
+    return ::recvmsg(link.fd.get(), &message, MSG_DONTWAIT);
+  }
+
   // Moves the staged bytes into headers and payloads, handling each frame they complete.
   void consumeStaged(int r, std::size_t l) {
     Link& link = peers_[ix(r)].links[l];
@@ -565,7 +604,14 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         if (in.headerBytes == kFrameHeaderBytes) startFrame(r, l);
       } else {
         const std::size_t take = std::min(available, in.frame.bytes - in.payloadBytes);
-        std::memcpy(in.target + in.payloadBytes, from, take);
+        if (in.delivered) {
+          forEachRun(in.posted, in.payloadBytes, take, [&](std::uint64_t address, std::size_t n) {
+            std::memcpy(reinterpret_cast<void*>(address), from, n);
+            from += n;
+          });
+        } else {
+          std::memcpy(in.target + in.payloadBytes, from, take);
+        }
         in.payloadBytes += take;
         link.stageBegin += take;
         if (in.payloadBytes == in.frame.bytes) finishFrame(r, l);
@@ -598,6 +644,9 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         return protocolError(r, l,
                              fmt::format("it sent more than {} unreleased slots on channel {}",
                                          fifo_.slots, in.frame.channel));
+      const RemoteRegion* posted = in.fifo->claimPost(in.frame.bytes, in.frame.tag);
+      in.delivered = posted != nullptr;
+      if (posted != nullptr) in.posted = *posted;
     } else {
       in.scratch.resize(in.frame.bytes);
       in.target = in.scratch.data();
@@ -613,7 +662,8 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     const auto text = [&] { return std::string(in.scratch.begin(), in.scratch.end()); };
     switch (in.frame.kind) {
       case FrameKind::data:
-        in.fifo->commitArrival(in.frame.bytes, in.frame.tag);
+        in.fifo->commitArrival(in.frame.bytes, in.frame.tag, in.delivered);
+        in.delivered = false;
         break;
       case FrameKind::credit: {
         TcpSendFifo* fifo = nullptr;

@@ -25,7 +25,7 @@ std::uint8_t* TcpSendFifo::trySendSlot() {
 void TcpSendFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
   const std::uint64_t committed = committed_.load(std::memory_order_relaxed);
   CHORUS_INTERNAL_ASSERT(bytes <= slotBytes_, "a message larger than its slot");
-  meta(committed) = {bytes, tag, false, {}};
+  meta(committed) = {bytes, tag, false, {}, false};
   committed_.store(committed + 1, std::memory_order_release);
   progress_.kick();
 }
@@ -33,7 +33,7 @@ void TcpSendFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
 std::uint64_t TcpSendFifo::commitRemote(const RemoteRegion& region, std::uint64_t tag) {
   const std::uint64_t committed = committed_.load(std::memory_order_relaxed);
   CHORUS_INTERNAL_ASSERT(region.bytes() <= slotBytes_, "a message larger than its slot");
-  meta(committed) = {region.bytes(), tag, true, region};
+  meta(committed) = {region.bytes(), tag, true, region, false};
   committed_.store(committed + 1, std::memory_order_release);
   progress_.kick();
   return committed + 1;
@@ -71,10 +71,26 @@ bool TcpRecvFifo::tryRecvSlot(RecvSlot* slot) {
     progress_.poke();
     if (released == arrived_.load(std::memory_order_acquire)) return false;
   }
-  slot->data = this->slot(released);
-  slot->bytes = meta(released).bytes;
-  slot->tag = meta(released).tag;
+  const Meta& m = meta(released);
+  slot->delivered = m.delivered;
+  slot->data = m.delivered ? nullptr : this->slot(released);
+  slot->bytes = m.bytes;
+  slot->tag = m.tag;
   return true;
+}
+
+bool TcpRecvFifo::postRecv(const RemoteRegion& region, std::uint64_t tag) {
+  // The next message the interpreter takes is the one after those it released.
+  const std::uint64_t next = released_.load(std::memory_order_relaxed);
+  return progress_.tryWithBytesStill([&] { post_ = {region, tag, next, true}; });
+}
+
+const RemoteRegion* TcpRecvFifo::claimPost(std::size_t bytes, std::uint64_t tag) {
+  if (!post_.active || post_.sequence != arrived_.load(std::memory_order_relaxed) ||
+      post_.tag != tag || post_.region.bytes() != bytes)
+    return nullptr;
+  post_.active = false;
+  return &post_.region;
 }
 
 void TcpRecvFifo::releaseRecv() {
@@ -88,9 +104,9 @@ std::uint8_t* TcpRecvFifo::arrivalSlot() {
   return slot(arrived);
 }
 
-void TcpRecvFifo::commitArrival(std::size_t bytes, std::uint64_t tag) {
+void TcpRecvFifo::commitArrival(std::size_t bytes, std::uint64_t tag, bool delivered) {
   const std::uint64_t arrived = arrived_.load(std::memory_order_relaxed);
-  meta(arrived) = {bytes, tag, false, {}};
+  meta(arrived) = {bytes, tag, false, {}, delivered};
   arrived_.store(arrived + 1, std::memory_order_release);
 }
 

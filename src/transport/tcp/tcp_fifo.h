@@ -15,12 +15,15 @@
 // Single copy: a message of at least FifoOptions::singleCopyBytes may be committed by reference
 // (Fifo::commitRemote). Its data frame is then written to the socket straight from the
 // sender's buffer, and the message settles once the kernel has taken every byte; an eviction
-// copies what is not yet written into the slot.
+// copies what is not yet written into the slot. On the receiving side a message of that size
+// may be posted for (Fifo::postRecv): its payload is then read from the socket straight into
+// the receiver's buffer, not into the slot.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "transport/fifo.h"
@@ -28,6 +31,7 @@
 namespace chorus::transport {
 
 class TcpSendFifo;
+class TcpRecvFifo;
 
 // What a FIFO asks of its transport; kick() and poke() never block.
 class TcpProgress {
@@ -39,6 +43,12 @@ class TcpProgress {
   // Nothing to receive or no credit: read what the sockets hold now and return every pending
   // credit, if no other thread is moving bytes.
   virtual void poke() = 0;
+  // Runs `set` (which changes a receive FIFO's post) unless another thread is moving bytes;
+  // whether it ran.
+  virtual bool tryWithBytesStill(const std::function<void()>& set) = 0;
+  // Withdraws `fifo`'s post, moving a payload partly read into the posted region to its slot.
+  // Waits for the thread moving bytes, if any.
+  virtual void unpost(TcpRecvFifo& fifo) = 0;
   // Copies message `ticket` of `fifo`, sent by reference, into its slot wherever it waits to
   // be written, so its region may change. Waits for the thread moving bytes, if any.
   virtual void evict(TcpSendFifo& fifo, std::uint64_t ticket) = 0;
@@ -58,6 +68,7 @@ class TcpSlotRing : public Fifo {
     std::uint64_t tag = 0;
     bool remote = false;  // the payload is `region`, in the sender's buffers (single copy)
     RemoteRegion region;
+    bool delivered = false;  // receiver: the payload went to the posted region
   };
   std::uint8_t* slot(std::uint64_t sequence) {
     return buffer_.data() + (sequence % slots_) * slotBytes_;
@@ -137,11 +148,23 @@ class TcpRecvFifo final : public TcpSlotRing {
   bool tryRecvSlot(RecvSlot* slot) override;
   void releaseRecv() override;
 
+  bool acceptsPost(std::size_t bytes) const override {
+    return singleCopyBytes_ != 0 && bytes >= singleCopyBytes_ && bytes <= slotBytes_;
+  }
+  bool postRecv(const RemoteRegion& region, std::uint64_t tag) override;
+  void unpost() override { progress_.unpost(*this); }
+
   // Progress thread: the slot the next data frame goes to, or nullptr if the sender overran
   // its credits (every slot is still unreleased).
   std::uint8_t* arrivalSlot();
-  // Progress thread: publishes the arrival written into arrivalSlot().
-  void commitArrival(std::size_t bytes, std::uint64_t tag);
+  // Thread moving bytes: the posted region the next data frame (of `bytes`, tagged `tag`) may
+  // be read into, or nullptr; a region returned is claimed (the post is used up).
+  const RemoteRegion* claimPost(std::size_t bytes, std::uint64_t tag);
+  // Thread moving bytes (TcpProgress::unpost): drops the post.
+  void dropPost() { post_.active = false; }
+  // Progress thread: publishes the arrival written into arrivalSlot() (or, `delivered`, into
+  // the region claimPost() returned).
+  void commitArrival(std::size_t bytes, std::uint64_t tag, bool delivered);
   // Thread moving bytes: slots released since the credit last taken (the credit to send
   // back); 0 while fewer than half the slots wait for theirs, unless `now`.
   std::uint64_t takeCredits(bool now);
@@ -149,9 +172,18 @@ class TcpRecvFifo final : public TcpSlotRing {
  private:
   std::uint64_t creditBatch() const { return slots_ / 2 > 0 ? slots_ / 2 : 1; }
 
+  // Where message `sequence` may land; changed under the transport's byte-moving lock.
+  struct Post {
+    RemoteRegion region;
+    std::uint64_t tag = 0;
+    std::uint64_t sequence = 0;
+    bool active = false;
+  };
+
   std::atomic<std::uint64_t> arrived_{0};   // thread moving bytes
   std::atomic<std::uint64_t> released_{0};  // interpreter
   std::atomic<std::uint64_t> credited_{0};  // thread moving bytes
+  Post post_;
 };
 
 }  // namespace chorus::transport
