@@ -115,6 +115,7 @@ struct Link {
   std::deque<Outgoing> out;
   Incoming in;
   bool departed = false;  // the peer sent bye on it
+  bool delivered = false;  // a payload just landed in a posted region
   bool closed = false;    // socket done with
   bool shutDown = false;  // leaving: our sending side is shut down
   // Received bytes not parsed yet: stage[stageBegin, stageEnd).
@@ -540,14 +541,18 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     while (!link.closed) {
       consumeStaged(r, l);
       if (link.closed) return;
-      const bool direct = in.inPayload && in.frame.bytes - in.payloadBytes >= kStageBytes;
+      // After a payload that landed in a posted region, the next header stays in the socket
+      // for now: its receiver gets the chance to take that message and post for the next one.
+      if (std::exchange(link.delivered, false) && link.stageBegin == link.stageEnd) return;
+      const std::size_t rest = in.inPayload ? in.frame.bytes - in.payloadBytes : 0;
+      const bool direct = rest >= kStageBytes;
       if (!direct && link.stage.empty()) link.stage.resize(kStageBytes);
+      // A posted payload is staged only up to its end, so that stop comes at a frame boundary.
       const ssize_t got = direct && in.delivered
                               ? receiveIntoPost(link)
                               : ::recv(link.fd.get(),
                                        direct ? in.target + in.payloadBytes : link.stage.data(),
-                                       direct ? in.frame.bytes - in.payloadBytes : kStageBytes,
-                                       MSG_DONTWAIT);
+                                       direct || in.delivered ? rest : kStageBytes, MSG_DONTWAIT);
       if (got == 0) {
         if (link.departed) {
           link.closed = true;
@@ -663,6 +668,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     switch (in.frame.kind) {
       case FrameKind::data:
         in.fifo->commitArrival(in.frame.bytes, in.frame.tag, in.delivered);
+        peer.links[l].delivered = in.delivered;
         in.delivered = false;
         break;
       case FrameKind::credit: {
