@@ -1,6 +1,6 @@
-// `chorus tune --ranks N [--transport shm]`: measures every applicable library algorithm and
-// setting of each collective over a size sweep on this machine, writes the per-size winners as
-// a tuning table (selection/tuning_table.h) that communicators load through
+// `chorus tune --ranks N [--transport shm|tcp|thread]`: measures every applicable library
+// algorithm and setting of each collective over a size sweep on this machine, writes the per-size
+// winners as a tuning table (selection/tuning_table.h) that communicators load through
 // CHORUS_TUNING_FILE, and checks that `--algo auto` with the new table tracks the best
 // algorithm. Each candidate runs as one `chorus bench` sweep (bench_launch.h), out of place,
 // with every result checked; a candidate that fails or computes a wrong element is dropped.
@@ -422,8 +422,9 @@ Command addTuneCommand(CLI::App& app) {
       "Measure every applicable algorithm and setting per size and write a selection table");
   auto args = std::make_shared<TuneArgs>();
   command->add_option("-n,--ranks", args->ranks, "Number of ranks")->required();
-  command->add_option("--transport", args->transport,
-                      "shm or tcp (processes; tcp over loopback) or thread")
+  command
+      ->add_option("--transport", args->transport,
+                   "shm or tcp (processes; tcp over loopback) or thread")
       ->capture_default_str();
   command->add_option("--collectives", args->collectives, "Collectives to tune")
       ->delimiter(',')
