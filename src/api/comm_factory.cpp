@@ -122,15 +122,26 @@ std::string hostAwareAlgo(const std::vector<int>& hostOfRank, const ResolvedConf
                      hosts, kHostAwareAllReduceMinBytes, hosts, kHostAwareAllToAllMaxBytes);
 }
 
+// Whether every rank runs on a host of its own (so the default transport reaches every peer
+// over tcp).
+bool everyRankOnItsOwnHost(const std::vector<int>& hostOfRank) {
+  if (hostOfRank.size() < 2) return false;
+  std::vector<int> hosts = hostOfRank;
+  std::sort(hosts.begin(), hosts.end());
+  return std::adjacent_find(hosts.begin(), hosts.end()) == hosts.end();
+}
+
 }  // namespace
 
-std::shared_ptr<runtime::PlanProvider> selectPlans(int nranks, const ResolvedConfig& config) {
+std::shared_ptr<runtime::PlanProvider> selectPlans(int nranks, const ResolvedConfig& config,
+                                                   std::string_view tuningTransport) {
   selection::SelectionConfig selection;
   selection.nranks = nranks;
   selection.algo = config.algo;
   selection.algoDir = config.algoDir;
   selection.tuningFile = config.tuningFile;
-  selection.transport = std::string(tuningTransportName(config.transport));
+  selection.transport = std::string(tuningTransport.empty() ? tuningTransportName(config.transport)
+                                                            : tuningTransport);
   selection.fifoSlots = config.fifo.slots;
   return selection::makePlanProvider(selection);
 }
@@ -160,6 +171,9 @@ Communicator makeProcessCommunicator(std::shared_ptr<transport::Store> store,
     ResolvedConfig hostAware = config;
     hostAware.algo = algo;
     plans = selectPlans(nranks, hostAware);
+  } else if (config.transport == TransportKind::automatic &&
+             everyRankOnItsOwnHost(connections->hostOfRank())) {
+    plans = selectPlans(nranks, config, "tcp");  // every peer is a tcp peer: tcp's tables
   }
   TransportHandle handle{connections, connections.get(), std::move(store)};
   return Communicator::Impl::wrap(std::make_unique<Communicator::Impl>(

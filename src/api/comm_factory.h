@@ -15,7 +15,9 @@ namespace chorus::api {
 
 // The plan provider of a communicator of `nranks` ranks: the selection layer over the
 // algorithm library with `config`'s CHORUS_ALGO and CHORUS_ALGO_DIR (OptionError if bad).
-std::shared_ptr<runtime::PlanProvider> selectPlans(int nranks, const ResolvedConfig& config);
+// `tuningTransport`: whose tuning tables to use (empty: config.transport's).
+std::shared_ptr<runtime::PlanProvider> selectPlans(int nranks, const ResolvedConfig& config,
+                                                   std::string_view tuningTransport = {});
 
 // How many communicators this process has created for `key` (a rendezvous and a rank) so far.
 // Creation is collective and ordered, so every rank counts the same and the k-th communicator

@@ -58,7 +58,9 @@ class MixedConnections final : public ConnectionSet {
     remote_->publishCall(description);
   }
   std::vector<int> hostOfRank() const override { return hostOfRank_; }
-  int ranksOnThisHost() const override { return local_ ? local_->nranks() : 1; }
+  int ranksOnThisHost() const override {
+    return local_ ? local_->nranks() : remote_->ranksOnThisHost();
+  }
   int progressThreads() const override {
     return (local_ ? local_->progressThreads() : 0) + remote_->progressThreads();
   }
@@ -114,7 +116,10 @@ std::unique_ptr<ConnectionSet> connectMixed(Store& store, int rank, int nranks,
   tcp.peers.assign(ix(nranks), true);
   for (int r : hostRanks)
     tcp.peers[ix(r)] = false;
-  if (hostSize == 1) return connectTcp(store, rank, nranks, tcp);
+  if (hostSize == 1)  // alone on this host: tcp only, but the hosts are still known
+    return std::make_unique<MixedConnections>(rank, nranks, std::move(hostRanks),
+                                              std::move(hostOfRank), nullptr,
+                                              connectTcp(store, rank, nranks, tcp));
 
   // This host's ranks form their own shm group: its own store keys and /dev/shm names.
   const std::uint64_t hostHash = groupTag(here);

@@ -72,24 +72,26 @@ class NetnsHostsTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  // Runs `command` as every rank (rank r on host r / kRanksPerHost); `rankCommand` may replace
+  // Runs `command` as every rank (rank r on host r / ranksPerHost); `rankCommand` may replace
   // a rank's command. Returns each rank's exit code and output.
   std::vector<RankRun> launch(const std::string& command, const std::string& environment = "",
-                              const std::function<std::string(int)>& rankCommand = {}) {
+                              const std::function<std::string(int)>& rankCommand = {},
+                              int ranksPerHost = kRanksPerHost) {
     const int port = nextPort();
+    const int ranks = kHosts * ranksPerHost;
     std::string shell = "cd '" + dir_.string() + "'; ";
-    for (int r = 0; r < kRanks; ++r) {
+    for (int r = 0; r < ranks; ++r) {
       const std::string own = rankCommand ? rankCommand(r) : "";
       shell += fmt::format(
           "(ip netns exec {}-h{} env RANK={} WORLD_SIZE={} LOCAL_RANK={} MASTER_ADDR=10.231.0.1 "
           "MASTER_PORT={} CHORUS_TIMEOUT=10s {} {} > out{} 2>&1; echo $? > rc{}) & ",
-          id_, r / kRanksPerHost, r, kRanks, r % kRanksPerHost, port, environment,
+          id_, r / ranksPerHost, r, ranks, r % ranksPerHost, port, environment,
           own.empty() ? command : own, r, r);
     }
     shell += "wait";
     runShell(shell);
-    std::vector<RankRun> runs(kRanks);
-    for (int r = 0; r < kRanks; ++r) {
+    std::vector<RankRun> runs(static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) {
       const std::string rc = readFile(dir_ / fmt::format("rc{}", r));
       runs[static_cast<std::size_t>(r)].exitCode = rc.empty() ? -1 : std::stoi(rc);
       runs[static_cast<std::size_t>(r)].output = readFile(dir_ / fmt::format("out{}", r));
@@ -168,6 +170,18 @@ TEST_F(NetnsHostsTest, DefaultAllToAllAcrossHostsIsTwoStepBelow512K) {
   // From 512K the library default (not two-step) runs.
   EXPECT_THAT(runs[0].output, ::testing::ContainsRegex("1048576 .* alltoall\\."));
   EXPECT_THAT(runs[0].output, Not(::testing::ContainsRegex("1048576 .* two-step")));
+  EXPECT_THAT(runs[0].output, HasSubstr("# Wrong elements       : 0 OK"));
+}
+
+TEST_F(NetnsHostsTest, OneRankPerHostUsesTheTcpTuningTables) {
+  // Every peer is a tcp peer: the shipped tcp tables choose (allgather.direct at 512 B, where
+  // the shm tables would run ring{channels=2}, two messages instead of one).
+  const std::vector<RankRun> runs =
+      launch(fmt::format("'{}' bench allgather --launched -b 512 -e 512 --budget 0.01", CHORUS_CLI),
+             "", {}, /*ranksPerHost=*/1);
+  for (const RankRun& run : runs)
+    EXPECT_EQ(run.exitCode, 0) << run.output;
+  EXPECT_THAT(runs[0].output, ::testing::ContainsRegex("512 .* allgather\\.direct"));
   EXPECT_THAT(runs[0].output, HasSubstr("# Wrong elements       : 0 OK"));
 }
 
