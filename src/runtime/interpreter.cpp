@@ -15,6 +15,7 @@
 
 #include "ir/collective.h"
 #include "runtime/idle_backoff.h"
+#include "runtime/post_ahead.h"
 #include "runtime/reduce_kernels.h"
 #include "runtime/remote_ledger.h"
 #include "runtime/stream_copy.h"
@@ -97,7 +98,9 @@ struct TaskState {
   // read by other threadblocks' dependency checks (acquire).
   std::atomic<std::uint64_t> completed{0};
   bool done = false;
-  bool posted = false;  // the current step's destination is posted on `recv` (Fifo::postRecv)
+  // Tiles whose receive destination this call posted on `recv` (Fifo::postRecv): every
+  // iteration below postedThrough (0: none posted).
+  std::size_t postedThrough = 0;
 };
 
 // How one executor thread's share of the tasks ended.
@@ -370,6 +373,9 @@ class RankExecutor {
       }
     for (auto kind : {ir::BufferKind::input, ir::BufferKind::output})
       f.streamable[bufferSlot(kind)] = !a_.inPlace && !read[bufferSlot(kind)];
+    f.postAheadStep.assign(program_.threadblocks.size(), -1);
+    for (std::size_t t = 0; t < program_.threadblocks.size(); ++t)
+      f.postAheadStep[t] = postAheadStep(program_, t, a_.inPlace);
     const std::size_t n = program_.threadblocks.size();
     f.sendFifos.assign(n, nullptr);
     f.recvFifos.assign(n, nullptr);
@@ -390,7 +396,7 @@ class RankExecutor {
       runWorkers();
     } catch (...) {
       for (TaskState& task : tasks_)  // no transport may write the caller's buffers any more
-        if (task.posted) task.recv->unpost();
+        if (task.postedThrough > 0) task.recv->unpost();
       ledger_.abandon(kAbandonPatienceMs);
       throw;
     }
@@ -556,10 +562,9 @@ class RankExecutor {
     transport::RecvSlot slot;
     std::uint8_t* out = nullptr;
     if (receives && !task.recv->tryRecvSlot(&slot)) {
-      if (!task.posted) postDestination(task, s);
+      if (task.postedThrough <= task.iteration) postDestinations(task, s);
       return false;
     }
-    task.posted = false;
     if (ir::opSends(s.op) && (out = task.send->trySendSlot()) == nullptr) return false;
     if (receives && slot.tag != options_.callTag) failMismatchedCall(task);
 
@@ -614,14 +619,27 @@ class RankExecutor {
   // A step that only lands the message in its destination (recv, recvCopySend) and finds it
   // not there yet lets the transport write it there directly, where it can (Fifo::postRecv):
   // one copy fewer. Not while a message this rank sent by reference still reads that memory.
-  void postDestination(TaskState& task, const ir::Step& s) {
+  // Where no other step touches those chunks (PlanFacts::postAheadStep) and the caller's
+  // buffers do not overlap, the step's next tiles are posted too, as far as the slots go: a
+  // rank reads frames ahead of its interpreter, and each one posted in time skips its slot.
+  void postDestinations(TaskState& task, const ir::Step& s) {
     if (s.op != ir::OpKind::recv && s.op != ir::OpKind::recvCopySend) return;
-    const std::size_t offset = task.iteration * tileElems_;
-    const std::size_t len = std::min(tileElems_, mem_.chunkElems - offset);
-    if (!task.recv->acceptsPost(len * mem_.elemSize * static_cast<std::size_t>(s.count))) return;
-    const auto region = mem_.pieces(s.dstBuffer, s.dstIndex, s.count, offset, len);
-    if (!ledger_.empty() && !ledger_.clearForWrite(region, /*evict=*/false)) return;
-    task.posted = task.recv->postRecv(region, options_.callTag);
+    const auto tb = static_cast<std::size_t>(&task - tasks_.data());
+    const bool ahead =
+        !mem_.overlapping && facts_->postAheadStep[tb] == static_cast<int>(task.step);
+    const std::size_t last =
+        ahead ? std::min(iterations_,
+                         task.iteration + static_cast<std::size_t>(task.recv->slotCount()))
+              : task.iteration + 1;
+    for (std::size_t it = std::max(task.iteration, task.postedThrough); it < last; ++it) {
+      const std::size_t offset = it * tileElems_;
+      const std::size_t len = std::min(tileElems_, mem_.chunkElems - offset);
+      if (!task.recv->acceptsPost(len * mem_.elemSize * static_cast<std::size_t>(s.count))) return;
+      const auto region = mem_.pieces(s.dstBuffer, s.dstIndex, s.count, offset, len);
+      if (!ledger_.empty() && !ledger_.clearForWrite(region, /*evict=*/false)) return;
+      if (!task.recv->postRecv(region, options_.callTag, it - task.iteration)) return;
+      task.postedThrough = it + 1;
+    }
   }
 
   bool streams(ir::BufferKind kind) const {

@@ -50,6 +50,10 @@ struct PlanFacts {
   // copy (AllGather in place, NCCL-style).
   int aliasedAtChunk = -1;
   bool aliasIsIdentity = false;
+  // Per threadblock: its only receiving step, when that step only lands messages (recv,
+  // recvCopySend) in chunks no other step of this rank touches (but the steps after it in its
+  // threadblock), so its later tiles may be posted ahead (Fifo::postRecv); else -1.
+  std::vector<int> postAheadStep;
 };
 
 // Memory and facts the interpreter reuses across calls (staged copies, scratch, plan facts),

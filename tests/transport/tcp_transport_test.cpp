@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -198,28 +200,29 @@ TEST(TcpTransport, MessagesByReferenceLeaveFromTheSendersMemory) {
   });
 }
 
-// Posted receives: the receiver posts a strided region before each message is sent, and the
-// payload lands there, not in the slot (delivered). A message whose tag or size does not
-// match the post lands in its slot as usual, and so does one sent before any post.
+// Posted receives: the receiver posts strided regions for the next 6 messages (one ahead of
+// the other) before any is sent, and each payload lands in its region, not in the slot
+// (delivered). A message whose size or tag does not match its post lands in its slot as usual.
 TEST(TcpTransport, PostedReceivesLandInTheReceiversBuffer) {
   TcpOptions options = smallOptions("post");
+  options.fifo.slots = 8;
   options.fifo.slotBytes = 1 << 20;
   options.fifo.singleCopyBytes = 1;
   constexpr std::size_t kPiece = 1000, kStride = 1024, kPieces = 300;  // 300 KB, many iovecs
   constexpr int kMessages = 6;
-  std::atomic<int> posted{0};
+  std::atomic<bool> posted{false};
+  const auto payloadOf = [&](int m) {
+    // Message 4 is a byte short of its post; message 5 carries another tag.
+    std::vector<std::uint8_t> bytes(kPiece * kPieces - (m == 4 ? 1 : 0));
+    for (std::size_t j = 0; j < bytes.size(); ++j)
+      bytes[j] = byReferencePattern(1, m, j);
+    return bytes;
+  };
   onRanks(2, options, [&](int rank, ConnectionSet& c) {
-    const auto payloadOf = [&](int m) {
-      // Message 4 is a byte short of the post; message 5 carries another tag.
-      std::vector<std::uint8_t> bytes(kPiece * kPieces - (m == 4 ? 1 : 0));
-      for (std::size_t j = 0; j < bytes.size(); ++j)
-        bytes[j] = byReferencePattern(1, m, j);
-      return bytes;
-    };
     if (rank == 0) {
       Fifo& f = c.sendFifo(1, 0);
+      spinUntil([&] { return posted.load(); }, "the receiver's posts");
       for (int m = 0; m < kMessages; ++m) {
-        spinUntil([&] { return posted.load() > m; }, "the receiver's post");
         const auto bytes = payloadOf(m);
         std::uint8_t* slot = nullptr;
         spinUntil([&] { return (slot = f.trySendSlot()) != nullptr; }, "a credit");
@@ -229,16 +232,18 @@ TEST(TcpTransport, PostedReceivesLandInTheReceiversBuffer) {
     } else {
       Fifo& f = c.recvFifo(0, 0);
       ASSERT_TRUE(f.acceptsPost(kPiece * kPieces));
-      std::vector<std::uint8_t> memory(kStride * kPieces);
-      for (int m = 0; m < kMessages; ++m) {
-        std::fill(memory.begin(), memory.end(), std::uint8_t{0xEE});
+      std::vector<std::vector<std::uint8_t>> memory(
+          kMessages, std::vector<std::uint8_t>(kStride * kPieces, 0xEE));
+      for (int m = 0; m < kMessages; ++m)
         spinUntil(
             [&] {
-              return f.postRecv(stridedRegion(memory, kPiece, kStride),
-                                500 + static_cast<std::uint64_t>(m));
+              return f.postRecv(stridedRegion(memory[static_cast<std::size_t>(m)], kPiece, kStride),
+                                500 + static_cast<std::uint64_t>(m), static_cast<std::size_t>(m));
             },
             "a post");
-        posted.store(m + 1);
+      posted.store(true);
+      for (int m = 0; m < kMessages; ++m) {
+        const auto& mine = memory[static_cast<std::size_t>(m)];
         RecvSlot slot;
         spinUntil([&] { return f.tryRecvSlot(&slot); }, "a message");
         const auto want = payloadOf(m);
@@ -246,14 +251,13 @@ TEST(TcpTransport, PostedReceivesLandInTheReceiversBuffer) {
         const bool matches = m < 4;
         ASSERT_EQ(slot.delivered, matches) << "message " << m;
         for (std::size_t j = 0; j < want.size(); ++j) {
-          const std::uint8_t got =
-              matches ? memory[j / kPiece * kStride + j % kPiece] : slot.data[j];
+          const std::uint8_t got = matches ? mine[j / kPiece * kStride + j % kPiece] : slot.data[j];
           ASSERT_EQ(got, want[j]) << "message " << m << " byte " << j;
         }
         if (!matches) {
-          EXPECT_EQ(memory[0], 0xEE) << "a message that did not match wrote the region";
+          EXPECT_EQ(mine[0], 0xEE) << "a message that did not match wrote the region";
         } else {
-          EXPECT_EQ(memory[kPiece], 0xEE) << "wrote between the pieces";
+          EXPECT_EQ(mine[kPiece], 0xEE) << "wrote between the pieces";
         }
         f.releaseRecv();
       }
@@ -507,6 +511,7 @@ TEST(TcpTransport, UnpostMidMessageMovesItToTheSlot) {
   TcpOptions options = smallOptions("unpost");
   options.fifo.slotBytes = 1 << 20;
   options.fifo.singleCopyBytes = 1;
+  options.socketBufferBytes = 64 << 10;
   constexpr std::size_t kBytes = 400'000, kFirst = 200'000;
   std::vector<std::uint8_t> payload(kBytes);
   for (std::size_t j = 0; j < kBytes; ++j)
@@ -522,7 +527,7 @@ TEST(TcpTransport, UnpostMidMessageMovesItToTheSlot) {
         region.pieceBytes = kBytes;
         region.stride = kBytes;
         region.pieces = 1;
-        spinUntil([&] { return f.postRecv(region, 42); }, "a post");
+        spinUntil([&] { return f.postRecv(region, 42, 0); }, "a post");
         std::array<std::uint8_t, kFrameHeaderBytes> header{};
         FrameHeader frame;
         frame.kind = FrameKind::data;
@@ -531,9 +536,17 @@ TEST(TcpTransport, UnpostMidMessageMovesItToTheSlot) {
         encodeFrameHeader(frame, header);
         sendBytes(*peer, std::string(header.begin(), header.end()) +
                              std::string(payload.begin(), payload.begin() + kFirst));
-        spinUntil([&] { return memory[kFirst - 1] == payload[kFirst - 1]; },
-                  "the first half to land in the region");
+        // Rank 0's socket buffers are 64 KiB, so once its kernel acknowledged all 200 KB its
+        // progress thread has read most of them, into the region. (Looking at the region now
+        // would race with that thread; after unpost() it is ours again.)
+        spinUntil(
+            [&] {
+              int unacknowledged = -1;
+              return ::ioctl(peer->get(), SIOCOUTQ, &unacknowledged) == 0 && unacknowledged == 0;
+            },
+            "rank 0 to take the first half");
         f.unpost();
+        ASSERT_EQ(memory[0], payload[0]) << "the payload had not started to land in the region";
         std::fill(memory.begin(), memory.end(), std::uint8_t{0xEE});
         sendBytes(*peer, std::string(payload.begin() + kFirst, payload.end()));
         RecvSlot slot;

@@ -114,10 +114,10 @@ struct Link {
   SocketFd fd;
   std::deque<Outgoing> out;
   Incoming in;
-  bool departed = false;  // the peer sent bye on it
+  bool departed = false;   // the peer sent bye on it
   bool delivered = false;  // a payload just landed in a posted region
-  bool closed = false;    // socket done with
-  bool shutDown = false;  // leaving: our sending side is shut down
+  bool closed = false;     // socket done with
+  bool shutDown = false;   // leaving: our sending side is shut down
   // Received bytes not parsed yet: stage[stageBegin, stageEnd).
   std::vector<std::uint8_t> stage;
   std::size_t stageBegin = 0;
@@ -313,7 +313,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
 
   void unpost(TcpRecvFifo& fifo) override {
     std::lock_guard lock(ioMutex_);
-    fifo.dropPost();
+    fifo.dropPosts();
     forEachLink([&](int r, std::size_t l) {
       Incoming& in = peers_[ix(r)].links[l].in;
       if (!in.inPayload || in.fifo != &fifo || !in.delivered) return;
@@ -548,11 +548,11 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
       const bool direct = rest >= kStageBytes;
       if (!direct && link.stage.empty()) link.stage.resize(kStageBytes);
       // A posted payload is staged only up to its end, so that stop comes at a frame boundary.
-      const ssize_t got = direct && in.delivered
-                              ? receiveIntoPost(link)
-                              : ::recv(link.fd.get(),
-                                       direct ? in.target + in.payloadBytes : link.stage.data(),
-                                       direct || in.delivered ? rest : kStageBytes, MSG_DONTWAIT);
+      const ssize_t got =
+          direct && in.delivered
+              ? receiveIntoPost(link)
+              : ::recv(link.fd.get(), direct ? in.target + in.payloadBytes : link.stage.data(),
+                       direct || in.delivered ? rest : kStageBytes, MSG_DONTWAIT);
       if (got == 0) {
         if (link.departed) {
           link.closed = true;

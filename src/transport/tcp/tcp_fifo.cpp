@@ -79,18 +79,21 @@ bool TcpRecvFifo::tryRecvSlot(RecvSlot* slot) {
   return true;
 }
 
-bool TcpRecvFifo::postRecv(const RemoteRegion& region, std::uint64_t tag) {
+bool TcpRecvFifo::postRecv(const RemoteRegion& region, std::uint64_t tag, std::size_t ahead) {
+  CHORUS_INTERNAL_ASSERT(ahead < slots_, "a post further ahead than the slots");
   // The next message the interpreter takes is the one after those it released.
-  const std::uint64_t next = released_.load(std::memory_order_relaxed);
-  return progress_.tryWithBytesStill([&] { post_ = {region, tag, next, true}; });
+  const std::uint64_t sequence = released_.load(std::memory_order_relaxed) + ahead;
+  Post& post = posts_[sequence % slots_];
+  return progress_.tryWithBytesStill([&] { post = {region, tag, sequence, true}; });
 }
 
 const RemoteRegion* TcpRecvFifo::claimPost(std::size_t bytes, std::uint64_t tag) {
-  if (!post_.active || post_.sequence != arrived_.load(std::memory_order_relaxed) ||
-      post_.tag != tag || post_.region.bytes() != bytes)
+  const std::uint64_t sequence = arrived_.load(std::memory_order_relaxed);
+  Post& post = posts_[sequence % slots_];
+  if (!post.active || post.sequence != sequence || post.tag != tag || post.region.bytes() != bytes)
     return nullptr;
-  post_.active = false;
-  return &post_.region;
+  post.active = false;
+  return &post.region;
 }
 
 void TcpRecvFifo::releaseRecv() {

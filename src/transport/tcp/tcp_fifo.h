@@ -46,7 +46,7 @@ class TcpProgress {
   // Runs `set` (which changes a receive FIFO's post) unless another thread is moving bytes;
   // whether it ran.
   virtual bool tryWithBytesStill(const std::function<void()>& set) = 0;
-  // Withdraws `fifo`'s post, moving a payload partly read into the posted region to its slot.
+  // Withdraws `fifo`'s posts, moving a payload partly read into a posted region to its slot.
   // Waits for the thread moving bytes, if any.
   virtual void unpost(TcpRecvFifo& fifo) = 0;
   // Copies message `ticket` of `fifo`, sent by reference, into its slot wherever it waits to
@@ -141,7 +141,8 @@ class TcpSendFifo final : public TcpSlotRing {
 // interpreter consumes them in order and releases them; the progress thread returns credits.
 class TcpRecvFifo final : public TcpSlotRing {
  public:
-  using TcpSlotRing::TcpSlotRing;
+  TcpRecvFifo(const FifoOptions& options, TcpProgress& progress)
+      : TcpSlotRing(options, progress), posts_(slots_) {}
 
   std::uint8_t* trySendSlot() override { return nullptr; }
   void commitSend(std::size_t, std::uint64_t) override {}
@@ -151,7 +152,7 @@ class TcpRecvFifo final : public TcpSlotRing {
   bool acceptsPost(std::size_t bytes) const override {
     return singleCopyBytes_ != 0 && bytes >= singleCopyBytes_ && bytes <= slotBytes_;
   }
-  bool postRecv(const RemoteRegion& region, std::uint64_t tag) override;
+  bool postRecv(const RemoteRegion& region, std::uint64_t tag, std::size_t ahead) override;
   void unpost() override { progress_.unpost(*this); }
 
   // Progress thread: the slot the next data frame goes to, or nullptr if the sender overran
@@ -160,8 +161,11 @@ class TcpRecvFifo final : public TcpSlotRing {
   // Thread moving bytes: the posted region the next data frame (of `bytes`, tagged `tag`) may
   // be read into, or nullptr; a region returned is claimed (the post is used up).
   const RemoteRegion* claimPost(std::size_t bytes, std::uint64_t tag);
-  // Thread moving bytes (TcpProgress::unpost): drops the post.
-  void dropPost() { post_.active = false; }
+  // Thread moving bytes (TcpProgress::unpost): drops every post.
+  void dropPosts() {
+    for (Post& post : posts_)
+      post.active = false;
+  }
   // Progress thread: publishes the arrival written into arrivalSlot() (or, `delivered`, into
   // the region claimPost() returned).
   void commitArrival(std::size_t bytes, std::uint64_t tag, bool delivered);
@@ -172,7 +176,8 @@ class TcpRecvFifo final : public TcpSlotRing {
  private:
   std::uint64_t creditBatch() const { return slots_ / 2 > 0 ? slots_ / 2 : 1; }
 
-  // Where message `sequence` may land; changed under the transport's byte-moving lock.
+  // Where message `sequence` may land, at posts_[sequence % slots]; changed under the
+  // transport's byte-moving lock.
   struct Post {
     RemoteRegion region;
     std::uint64_t tag = 0;
@@ -183,7 +188,7 @@ class TcpRecvFifo final : public TcpSlotRing {
   std::atomic<std::uint64_t> arrived_{0};   // thread moving bytes
   std::atomic<std::uint64_t> released_{0};  // interpreter
   std::atomic<std::uint64_t> credited_{0};  // thread moving bytes
-  Post post_;
+  std::vector<Post> posts_;
 };
 
 }  // namespace chorus::transport
