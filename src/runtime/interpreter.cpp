@@ -101,6 +101,8 @@ struct TaskState {
   // Tiles whose receive destination this call posted on `recv` (Fifo::postRecv): every
   // iteration below postedThrough (0: none posted).
   std::size_t postedThrough = 0;
+  bool mayPost = false;        // `recv` takes posts at all (Fifo::acceptsPost)
+  bool sendSavesCopy = false;  // `send` sends references itself (Fifo::remoteSavesACopy)
 };
 
 // How one executor thread's share of the tasks ended.
@@ -327,6 +329,9 @@ class RankExecutor {
       task.send = facts_->sendFifos[t];
       task.recv = facts_->recvFifos[t];
       task.done = task.tb->steps.empty();
+      // Asked once per call, not on every idle poll: most transports take neither.
+      task.mayPost = task.recv && task.recv->acceptsPost(task.recv->slotBytes());
+      task.sendSavesCopy = task.send && task.send->remoteSavesACopy();
     }
     // Every rank derives the same tile from the whole algorithm and the transport's slot size.
     const std::size_t slotBytes =
@@ -562,7 +567,7 @@ class RankExecutor {
     transport::RecvSlot slot;
     std::uint8_t* out = nullptr;
     if (receives && !task.recv->tryRecvSlot(&slot)) {
-      if (task.postedThrough <= task.iteration) postDestinations(task, s);
+      if (task.mayPost && task.postedThrough <= task.iteration) postDestinations(task, s);
       return false;
     }
     if (ir::opSends(s.op) && (out = task.send->trySendSlot()) == nullptr) return false;
@@ -593,7 +598,7 @@ class RankExecutor {
     // out of another process's memory measured faster than two copies through a slot,
     // elsewhere slower (docs/performance.md). A reduced message only exists in the slot.
     const bool byReference = out && s.op != ir::OpKind::recvReduceSend &&
-                             (options_.alwaysByReference || task.send->remoteSavesACopy() ||
+                             (options_.alwaysByReference || task.sendSavesCopy ||
                               (!facts_->reduces && !mem_.streaming && !mem_.overlapping)) &&
                              task.send->acceptsRemote(messageBytes);
     execute(s, slot, task.recv, byReference ? nullptr : out, offset, len, pieceBytes);
