@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <sys/uio.h>
+
 #include "transport/fifo.h"
 
 namespace chorus::transport {
@@ -76,6 +78,20 @@ bool evictRemoteSlot(RemoteSlot& slot, std::uint64_t ticket, std::uint64_t relea
 // Copies bytes [offset, offset + bytes) of `region`, which lies in this address space, to `dst`.
 void copyFromRegion(const RemoteRegion& region, std::size_t offset, std::uint8_t* dst,
                     std::size_t bytes);
+
+// Copies `bytes` from `src` into bytes [offset, offset + bytes) of `region`, which lies in
+// this address space.
+void copyIntoRegion(const RemoteRegion& region, std::size_t offset, const std::uint8_t* src,
+                    std::size_t bytes);
+
+// Describes bytes [offset, offset + bytes) of `region` (this address space) as iovecs for
+// sendmsg/recvmsg, at most `capacity` of them into `iov`; `whole` says whether they cover all.
+struct RegionIovecs {
+  std::size_t count = 0;
+  bool whole = true;
+};
+RegionIovecs regionIovecs(const RemoteRegion& region, std::size_t offset, std::size_t bytes,
+                          iovec* iov, std::size_t capacity);
 
 // Walks bytes [offset, offset + bytes) of `region` as (address, length) runs in order.
 template <typename Visit>

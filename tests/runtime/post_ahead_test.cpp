@@ -4,24 +4,15 @@
 
 #include "compile_for_test.h"
 #include "runtime/post_ahead.h"
+#include "verify/ir_builders.h"
 
 namespace chorus {
 namespace {
 
 using ir::BufferKind;
 using ir::OpKind;
-
-ir::Step step(OpKind op, BufferKind src, int srcIndex, BufferKind dst, int dstIndex,
-              int count = 1) {
-  ir::Step s;
-  s.op = op;
-  s.srcBuffer = src;
-  s.srcIndex = srcIndex;
-  s.dstBuffer = dst;
-  s.dstIndex = dstIndex;
-  s.count = count;
-  return s;
-}
+using verify::testing::makeStep;
+using verify::testing::makeTb;
 
 // Threadblock 0 receives output chunks 1-2 from rank 1; threadblock 1 does `other`.
 ir::RankProgram program(const ir::Step& other, OpKind receive = OpKind::recv) {
@@ -29,26 +20,23 @@ ir::RankProgram program(const ir::Step& other, OpKind receive = OpKind::recv) {
   p.inputChunks = 1;
   p.outputChunks = 4;
   p.scratchChunks = 2;
-  ir::Threadblock a;
-  a.id = 0;
-  a.recvPeer = 1;
-  a.steps.push_back(step(receive, BufferKind::input, 0, BufferKind::output, 1, 2));
-  ir::Threadblock b;
-  b.id = 1;
-  b.sendPeer = 1;
+  ir::Threadblock a = makeTb(0, -1, 1);
+  a.steps.push_back(makeStep(receive, BufferKind::input, 0, BufferKind::output, 1, 2));
+  ir::Threadblock b = makeTb(1, 1, -1);
   b.steps.push_back(other);
   p.threadblocks = {a, b};
   return p;
 }
 
 TEST(PostAhead, AReceiveIntoChunksNothingElseTouchesQualifies) {
-  const auto p = program(step(OpKind::send, BufferKind::input, 0, BufferKind::input, 0));
+  const auto p = program(makeStep(OpKind::send, BufferKind::input, 0, BufferKind::input, 0));
   EXPECT_EQ(runtime::postAheadStep(p, 0, false), 0);
   EXPECT_EQ(runtime::postAheadStep(p, 1, false), -1) << "it receives nothing";
   EXPECT_EQ(runtime::postAheadStep(p, 0, true), -1) << "in-place plans never qualify";
-  EXPECT_EQ(runtime::postAheadStep(
-                program(step(OpKind::copy, BufferKind::input, 0, BufferKind::output, 3)), 0, false),
-            0)
+  EXPECT_EQ(
+      runtime::postAheadStep(
+          program(makeStep(OpKind::copy, BufferKind::input, 0, BufferKind::output, 3)), 0, false),
+      0)
       << "output chunk 3 is not one of the receive's";
 }
 
@@ -56,31 +44,32 @@ TEST(PostAhead, AnotherStepReadingOrWritingTheChunksRefuses) {
   // A send of output chunk 2 (it must read it before the message lands).
   EXPECT_EQ(
       runtime::postAheadStep(
-          program(step(OpKind::send, BufferKind::output, 2, BufferKind::output, 2)), 0, false),
+          program(makeStep(OpKind::send, BufferKind::output, 2, BufferKind::output, 2)), 0, false),
       -1);
   // A copy into output chunk 1.
-  EXPECT_EQ(runtime::postAheadStep(
-                program(step(OpKind::copy, BufferKind::input, 0, BufferKind::output, 1)), 0, false),
-            -1);
-  // A reduce that reads output chunk 2 as its source.
   EXPECT_EQ(
       runtime::postAheadStep(
-          program(step(OpKind::reduce, BufferKind::output, 2, BufferKind::scratch, 0)), 0, false),
+          program(makeStep(OpKind::copy, BufferKind::input, 0, BufferKind::output, 1)), 0, false),
       -1);
+  // A reduce that reads output chunk 2 as its source.
+  EXPECT_EQ(runtime::postAheadStep(
+                program(makeStep(OpKind::reduce, BufferKind::output, 2, BufferKind::scratch, 0)), 0,
+                false),
+            -1);
 }
 
 TEST(PostAhead, OnlyLandingReceivesAndOneReceivePerThreadblockQualify) {
-  const ir::Step unrelated = step(OpKind::send, BufferKind::input, 0, BufferKind::input, 0);
+  const ir::Step unrelated = makeStep(OpKind::send, BufferKind::input, 0, BufferKind::input, 0);
   EXPECT_EQ(runtime::postAheadStep(program(unrelated, OpKind::recvCopySend), 0, false), 0);
   EXPECT_EQ(runtime::postAheadStep(program(unrelated, OpKind::recvReduceCopy), 0, false), -1);
   auto twoReceives = program(unrelated);
   twoReceives.threadblocks[0].steps.push_back(
-      step(OpKind::recv, BufferKind::input, 0, BufferKind::output, 0));
+      makeStep(OpKind::recv, BufferKind::input, 0, BufferKind::output, 0));
   EXPECT_EQ(runtime::postAheadStep(twoReceives, 0, false), -1);
   // A step after the receive in its own threadblock may use the chunks: it runs after it.
   auto forward = program(unrelated);
   forward.threadblocks[0].steps.push_back(
-      step(OpKind::copy, BufferKind::output, 1, BufferKind::scratch, 0));
+      makeStep(OpKind::copy, BufferKind::output, 1, BufferKind::scratch, 0));
   EXPECT_EQ(runtime::postAheadStep(forward, 0, false), 0);
   // Before it, it may not.
   std::swap(forward.threadblocks[0].steps[0], forward.threadblocks[0].steps[1]);

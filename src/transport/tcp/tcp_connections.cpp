@@ -114,10 +114,10 @@ struct Link {
   SocketFd fd;
   std::deque<Outgoing> out;
   Incoming in;
-  bool departed = false;   // the peer sent bye on it
-  bool delivered = false;  // a payload just landed in a posted region
-  bool closed = false;     // socket done with
-  bool shutDown = false;   // leaving: our sending side is shut down
+  bool departed = false;      // the peer sent bye on it
+  bool pauseReading = false;  // a payload just landed in a posted region: see readSome()
+  bool closed = false;        // socket done with
+  bool shutDown = false;      // leaving: our sending side is shut down
   // Received bytes not parsed yet: stage[stageBegin, stageEnd).
   std::vector<std::uint8_t> stage;
   std::size_t stageBegin = 0;
@@ -304,12 +304,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     });
   }
 
-  bool tryWithBytesStill(const std::function<void()>& set) override {
-    std::unique_lock lock(ioMutex_, std::try_to_lock);
-    if (!lock) return false;
-    set();
-    return true;
-  }
+  std::mutex& bytesMutex() override { return ioMutex_; }
 
   void unpost(TcpRecvFifo& fifo) override {
     std::lock_guard lock(ioMutex_);
@@ -494,16 +489,10 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         }
         // A message by reference: one entry per piece of the region, as many as fit; the
         // frames after it wait for the next sendmsg if it did not fit whole.
-        bool whole = true;
-        forEachRun(*it->region, skip, it->payloadBytes - skip,
-                   [&](std::uint64_t address, std::size_t bytes) {
-                     if (n == iov.size()) {
-                       whole = false;
-                       return;
-                     }
-                     iov[n++] = {reinterpret_cast<void*>(address), bytes};
-                   });
-        if (!whole) break;
+        const RegionIovecs pieces = regionIovecs(*it->region, skip, it->payloadBytes - skip,
+                                                 iov.data() + n, iov.size() - n);
+        n += pieces.count;
+        if (!pieces.whole) break;
       }
       msghdr message{};
       message.msg_iov = iov.data();
@@ -543,7 +532,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
       if (link.closed) return;
       // After a payload that landed in a posted region, the next header stays in the socket
       // for now: its receiver gets the chance to take that message and post for the next one.
-      if (std::exchange(link.delivered, false) && link.stageBegin == link.stageEnd) return;
+      if (std::exchange(link.pauseReading, false) && link.stageBegin == link.stageEnd) return;
       const std::size_t rest = in.inPayload ? in.frame.bytes - in.payloadBytes : 0;
       const bool direct = rest >= kStageBytes;
       if (!direct && link.stage.empty()) link.stage.resize(kStageBytes);
@@ -583,14 +572,11 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
   ssize_t receiveIntoPost(Link& link) {
     Incoming& in = link.in;
     std::array<iovec, 64> iov{};
-    std::size_t n = 0;
-    forEachRun(in.posted, in.payloadBytes, in.frame.bytes - in.payloadBytes,
-               [&](std::uint64_t address, std::size_t bytes) {
-                 if (n < iov.size()) iov[n++] = {reinterpret_cast<void*>(address), bytes};
-               });
     msghdr message{};
     message.msg_iov = iov.data();
-    message.msg_iovlen = n;
+    message.msg_iovlen = regionIovecs(in.posted, in.payloadBytes, in.frame.bytes - in.payloadBytes,
+                                      iov.data(), iov.size())
+                             .count;
     return ::recvmsg(link.fd.get(), &message, MSG_DONTWAIT);
   }
 
@@ -609,14 +595,10 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         if (in.headerBytes == kFrameHeaderBytes) startFrame(r, l);
       } else {
         const std::size_t take = std::min(available, in.frame.bytes - in.payloadBytes);
-        if (in.delivered) {
-          forEachRun(in.posted, in.payloadBytes, take, [&](std::uint64_t address, std::size_t n) {
-            std::memcpy(reinterpret_cast<void*>(address), from, n);
-            from += n;
-          });
-        } else {
+        if (in.delivered)
+          copyIntoRegion(in.posted, in.payloadBytes, from, take);
+        else
           std::memcpy(in.target + in.payloadBytes, from, take);
-        }
         in.payloadBytes += take;
         link.stageBegin += take;
         if (in.payloadBytes == in.frame.bytes) finishFrame(r, l);
@@ -668,7 +650,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     switch (in.frame.kind) {
       case FrameKind::data:
         in.fifo->commitArrival(in.frame.bytes, in.frame.tag, in.delivered);
-        peer.links[l].delivered = in.delivered;
+        peer.links[l].pauseReading = in.delivered;
         in.delivered = false;
         break;
       case FrameKind::credit: {

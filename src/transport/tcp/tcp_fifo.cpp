@@ -83,8 +83,10 @@ bool TcpRecvFifo::postRecv(const RemoteRegion& region, std::uint64_t tag, std::s
   CHORUS_INTERNAL_ASSERT(ahead < slots_, "a post further ahead than the slots");
   // The next message the interpreter takes is the one after those it released.
   const std::uint64_t sequence = released_.load(std::memory_order_relaxed) + ahead;
-  Post& post = posts_[sequence % slots_];
-  return progress_.tryWithBytesStill([&] { post = {region, tag, sequence, true}; });
+  std::unique_lock lock(progress_.bytesMutex(), std::try_to_lock);
+  if (!lock) return false;  // the holder is moving bytes: post on the next poll
+  posts_[sequence % slots_] = {region, tag, sequence, true};
+  return true;
 }
 
 const RemoteRegion* TcpRecvFifo::claimPost(std::size_t bytes, std::uint64_t tag) {

@@ -23,7 +23,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <mutex>
 #include <vector>
 
 #include "transport/fifo.h"
@@ -43,9 +43,8 @@ class TcpProgress {
   // Nothing to receive or no credit: read what the sockets hold now and return every pending
   // credit, if no other thread is moving bytes.
   virtual void poke() = 0;
-  // Runs `set` (which changes a receive FIFO's post) unless another thread is moving bytes;
-  // whether it ran.
-  virtual bool tryWithBytesStill(const std::function<void()>& set) = 0;
+  // Held by whichever thread moves bytes; a receive FIFO's posts change only under it.
+  virtual std::mutex& bytesMutex() = 0;
   // Withdraws `fifo`'s posts, moving a payload partly read into a posted region to its slot.
   // Waits for the thread moving bytes, if any.
   virtual void unpost(TcpRecvFifo& fifo) = 0;
