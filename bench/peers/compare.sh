@@ -3,7 +3,8 @@
 #
 # Usage:
 #   bench/peers/compare.sh COLL --ranks N [-b MIN] [-e MAX] [-f FACTOR] [--transport shm|thread]
-#                          [--rounds R] [--build DIR] [--out DIR] [-- EXTRA BENCH OPTIONS...]
+#                          [--rounds R] [--registered] [--build DIR] [--out DIR]
+#                          [-- EXTRA BENCH OPTIONS...]
 #
 #   COLL         allreduce, allgather, reducescatter, alltoall, broadcast or reduce
 #   --ranks N    ranks for all three libraries (default 2)
@@ -14,6 +15,8 @@
 #                of the machine hits every library (default 1). The tables then show the median
 #                busbw over rounds, chorus's min-max, and per ratio the median over rounds of the
 #                ratio measured within one round
+#   --registered chorus's buffers come from chorus::memAlloc (registered memory, which local peers
+#                map: single copy on shm); the peers' stay on the heap, as theirs would
 #   Every round first probes this machine's memory rates (bench_membw); for 2 ranks the tables
 #   show chorus's busbw as a percentage of the memory ceiling ("% ceil", src/perf/memory_ceiling.h)
 #   --build DIR  build directory with chorus, bench/bench_mpi, bench/bench_gloo, bench/bench_compare
@@ -37,7 +40,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -52,6 +55,7 @@ factor=4
 transport=shm
 rounds=1
 extra=()
+chorus_only=()
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -61,6 +65,7 @@ while [ $# -gt 0 ]; do
     -f | --stepfactor) factor="$2"; shift 2 ;;
     --transport) transport="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
+    --registered) chorus_only+=(--registered); shift ;;
     --build) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     -h | --help) usage ;;
@@ -99,7 +104,7 @@ run_round() {
   fi
   echo "== chorus ($transport, $ranks ranks)"
   "$build/chorus" bench "$coll" --ranks "$ranks" --transport "$transport" "${sweep[@]}" \
-    --json "$out/chorus$suffix.json" "${extra[@]}"
+    --json "$out/chorus$suffix.json" "${chorus_only[@]}" "${extra[@]}"
   files+=("$out/chorus$suffix.json")
 
   echo

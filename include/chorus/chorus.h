@@ -129,6 +129,16 @@ class Communicator {
   std::unique_ptr<Impl> impl_;
 };
 
+// Registered memory, as NCCL's ncclMemAlloc/ncclMemFree: `bytes` (> 0) of zero-filled,
+// page-aligned host memory that the other ranks on this host can map. Use it for collective
+// buffers: on shm a peer then loads a message straight out of it (one copy, and reductions
+// read it in place) instead of through the kernel or a slot. Any communicator recognises it by
+// address (no registration call); plain memory works everywhere too, only slower. memAlloc
+// throws OptionError for 0 bytes and CommError when the memory cannot be had; memFree takes
+// exactly a pointer memAlloc returned (nullptr is ignored), once, with no call using it.
+void* memAlloc(std::size_t bytes);
+void memFree(void* ptr);
+
 // NCCL-style grouping, per calling thread: calls between groupStart() and the matching
 // groupEnd() are queued (their buffers must stay valid) and run at groupEnd(). Communicators of
 // one group run concurrently, one thread each; a communicator's own calls run in issue order,

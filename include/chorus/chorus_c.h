@@ -117,6 +117,10 @@ chorusResult_t chorusSend(const void* sendbuff, size_t count, chorusDataType_t d
                           chorusComm_t comm, chorusStream_t stream);
 chorusResult_t chorusRecv(void* recvbuff, size_t count, chorusDataType_t datatype, int peer,
                           chorusComm_t comm, chorusStream_t stream);
+/* As ncclMemAlloc/ncclMemFree: host memory that the ranks on this host can map (see
+ * chorus::memAlloc in chorus.h); faster collective buffers on shm. */
+chorusResult_t chorusMemAlloc(void** ptr, size_t size);
+chorusResult_t chorusMemFree(void* ptr);
 chorusResult_t chorusGroupStart(void);
 chorusResult_t chorusGroupEnd(void);
 

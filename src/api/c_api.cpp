@@ -377,6 +377,15 @@ chorusResult_t chorusRecv(void* recvbuff, size_t count, chorusDataType_t datatyp
   });
 }
 
+chorusResult_t chorusMemAlloc(void** ptr, size_t size) {
+  if (ptr == nullptr) return invalid(nullptr, "chorusMemAlloc: ptr is NULL");
+  return guard(nullptr, Phase::init, [&] { *ptr = chorus::memAlloc(size); });
+}
+
+chorusResult_t chorusMemFree(void* ptr) {
+  return guard(nullptr, Phase::init, [&] { chorus::memFree(ptr); });
+}
+
 chorusResult_t chorusGroupStart(void) {
   chorus::groupStart();
   return chorusSuccess;

@@ -586,31 +586,35 @@ class RankExecutor {
       connections_.abort(message);
       throw CommError(message);
     }
-    // A write must not change what a message this rank sent by reference still points at.
-    if (ir::opWritesDst(s.op) && !ledger_.empty() &&
+    // A write must not change what a message this rank sent by reference still points at. (A
+    // copy onto itself, an identity alias, writes nothing.)
+    if (ir::opWritesDst(s.op) && !ledger_.empty() && !copiesOntoItself(s, offset) &&
         !ledger_.clearForWrite(mem_.pieces(s.dstBuffer, s.dstIndex, s.count, offset, len),
                                stuck_.load(std::memory_order_relaxed)))
       return false;
     if (slot.remote && task.recv->claimRemote(&slot) == transport::RemoteClaim::wait) return false;
     // Data this step leaves in this rank's buffers goes by reference where the connection
-    // allows: always where that saves a copy outright (tcp sends it from the buffer), else in
-    // out-of-place calls of plans that only move data and that fit the cache: there copying
-    // out of another process's memory measured faster than two copies through a slot,
-    // elsewhere slower (docs/performance.md). A reduced message only exists in the slot.
-    const bool byReference = out && s.op != ir::OpKind::recvReduceSend &&
-                             (options_.alwaysByReference || task.sendSavesCopy ||
-                              (!facts_->reduces && !mem_.streaming && !mem_.overlapping)) &&
-                             task.send->acceptsRemote(messageBytes);
+    // allows: always where that saves a copy outright (tcp sends it from the buffer, a peer
+    // maps registered memory and loads it itself), else in out-of-place calls of plans that
+    // only move data and that fit the cache: there copying out of another process's memory
+    // measured faster than two copies through a slot, elsewhere slower (docs/performance.md).
+    // A reduced message only exists in the slot.
+    bool byReference = false;
+    transport::RemoteRegion region;
+    if (out && s.op != ir::OpKind::recvReduceSend && task.send->acceptsRemote(messageBytes)) {
+      const bool fromSrc = s.op == ir::OpKind::send;
+      region = mem_.pieces(fromSrc ? s.srcBuffer : s.dstBuffer, fromSrc ? s.srcIndex : s.dstIndex,
+                           s.count, offset, len);
+      byReference = options_.alwaysByReference || task.sendSavesCopy ||
+                    (!facts_->reduces && !mem_.streaming && !mem_.overlapping) ||
+                    task.send->mapsRemote(region);
+    }
     execute(s, slot, task.recv, byReference ? nullptr : out, offset, len, pieceBytes);
     if (receives) task.recv->releaseRecv();
-    if (byReference) {
-      const bool fromSrc = s.op == ir::OpKind::send;
-      const auto region = mem_.pieces(fromSrc ? s.srcBuffer : s.dstBuffer,
-                                      fromSrc ? s.srcIndex : s.dstIndex, s.count, offset, len);
+    if (byReference)
       ledger_.add(*task.send, task.send->commitRemote(region, options_.callTag), region);
-    } else if (out) {
+    else if (out)
       task.send->commitSend(messageBytes, options_.callTag);
-    }
 
     task.completed.store(task.completed.load(std::memory_order_relaxed) + 1,
                          std::memory_order_release);
@@ -618,6 +622,16 @@ class RankExecutor {
       task.step = 0;
       if (++task.iteration == iterations_) task.done = true;
     }
+    return true;
+  }
+
+  // Whether `s` is a copy whose every piece at `offset` is its own source (identityAlias()).
+  bool copiesOntoItself(const ir::Step& s, std::size_t offset) {
+    if (s.op != ir::OpKind::copy) return false;
+    for (int i = 0; i < s.count; ++i)
+      if (mem_.piece(s.dstBuffer, s.dstIndex + i, offset) !=
+          mem_.piece(s.srcBuffer, s.srcIndex + i, offset))
+        return false;
     return true;
   }
 
@@ -673,18 +687,23 @@ class RankExecutor {
   void fetch(const transport::RecvSlot& slot, transport::Fifo* recv, ir::BufferKind kind,
              std::uint8_t* dst, std::size_t at, std::size_t bytes) {
     if (slot.delivered) return;  // the transport wrote it there
-    if (slot.remote)
-      recv->readRemote(dst, at, bytes);
-    else
+    if (!slot.remote)
       put(kind, dst, slot.data + at, bytes);
+    else if (const std::uint8_t* mapped = recv->remoteData(at, bytes))
+      put(kind, dst, mapped, bytes);
+    else
+      recv->readRemote(dst, at, bytes);
   }
 
   // dst = (the message's elements from byte `at`) op src, `elems` elements, into a buffer of
-  // `kind`. A message by reference is copied out in blocks that stay in this core's cache.
+  // `kind`. A message by reference is reduced straight from the sender's memory where it is
+  // mapped here, else copied out in blocks that stay in this core's cache.
   void reduceReceived(const transport::RecvSlot& slot, transport::Fifo* recv, ir::BufferKind kind,
                       std::uint8_t* dst, std::size_t at, const std::uint8_t* src,
                       std::size_t elems) {
     if (!slot.remote) return combine(kind, dst, slot.data + at, src, elems);
+    if (const std::uint8_t* mapped = recv->remoteData(at, elems * mem_.elemSize))
+      return combine(kind, dst, mapped, src, elems);
     thread_local std::vector<std::uint8_t> bounce;
     std::uint8_t* buffer = pageAligned(bounce, kBounceBytes);
     const std::size_t block = std::max<std::size_t>(1, kBounceBytes / mem_.elemSize);

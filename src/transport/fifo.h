@@ -69,6 +69,11 @@ class Fifo {
   // itself sends the region (tcp writes it to the socket), false where the receiver copies it
   // out of this process's memory (which measured slower than a slot for some calls).
   virtual bool remoteSavesACopy() const { return false; }
+  // Sender: whether the receiver would read a message by reference in `region` with plain
+  // loads, because the memory is mapped in both processes (shm and registered memory,
+  // chorus::memAlloc). Such a message costs one user-space copy, or none before a reduction,
+  // so it beats a slot for every plan.
+  virtual bool mapsRemote(const RemoteRegion& /*region*/) const { return false; }
   // Sender: publishes the slot from trySendSlot() as a reference to `region` (at most
   // slotBytes() in all). The region must stay unchanged until remoteSettled(ticket) or
   // evictRemote(ticket) returns true for the returned ticket.
@@ -85,6 +90,12 @@ class Fifo {
   // Receiver: copies bytes [offset, offset + bytes) of the claimed message into `dst`. Throws
   // CommError if the sender's memory cannot be read (the sender died).
   virtual void readRemote(std::uint8_t* dst, std::size_t offset, std::size_t bytes);
+  // Receiver, after claimRemote() said `read`: the claimed message's bytes [offset, offset +
+  // bytes) where this process can load them itself (mapped memory, one contiguous run), valid
+  // until releaseRecv(); nullptr otherwise, and then readRemote() copies them.
+  virtual const std::uint8_t* remoteData(std::size_t /*offset*/, std::size_t /*bytes*/) {
+    return nullptr;
+  }
 
   // ---- Posted receives (optional): the transport lands a message in its destination --------
   // Receiver: whether a message of `bytes` may be posted for. The default says no, and then no

@@ -75,6 +75,11 @@ bool evictRemoteSlot(RemoteSlot& slot, std::uint64_t ticket, std::uint64_t relea
   return true;
 }
 
+// Bytes from the region's address to the end of its last piece (0 for no pieces).
+inline std::uint64_t regionSpan(const RemoteRegion& region) {
+  return region.pieces == 0 ? 0 : (region.pieces - 1) * region.stride + region.pieceBytes;
+}
+
 // Copies bytes [offset, offset + bytes) of `region`, which lies in this address space, to `dst`.
 void copyFromRegion(const RemoteRegion& region, std::size_t offset, std::uint8_t* dst,
                     std::size_t bytes);

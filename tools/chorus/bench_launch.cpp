@@ -45,10 +45,12 @@ std::size_t maxElements(const perf::SweepOptions& options, int nranks) {
 
 // One rank's sweep; true when no element was wrong.
 bool benchRank(Communicator& comm, const SweepJob& job) {
-  ChorusRunner runner(comm, job.type, maxElements(job.options, comm.size()), job.bufferOffset);
+  ChorusRunner runner(comm, job.type, maxElements(job.options, comm.size()), job.bufferOffset,
+                      job.registered);
   std::string title = perf::sweepTitle("chorus bench", job.options, comm.size());
   title += fmt::format("; --algo {}", job.algo);
   if (job.bufferOffset != 0) title += fmt::format("; buffers {} B past a page", job.bufferOffset);
+  if (job.registered) title += "; registered buffers (chorus::memAlloc)";
   return perf::runAndReport(runner, job.options, job.sweep, title);
 }
 

@@ -25,6 +25,8 @@ struct SweepJob {
   // Bytes past a page boundary where the user buffers start (0 = page aligned; a malloc'd
   // buffer of 128 KiB or more starts 16 bytes past one).
   std::size_t bufferOffset = 0;
+  // The user buffers come from chorus::memAlloc (registered memory) instead of the heap.
+  bool registered = false;
 };
 
 // Runs the sweep; rank 0 prints the table (unless job.sweep.printTable is off) and writes the

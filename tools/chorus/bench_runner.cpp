@@ -1,6 +1,8 @@
 #include "bench_runner.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "perf/pattern.h"
@@ -87,14 +89,25 @@ ElementOps elementOps(DataType type) {
 
 }  // namespace
 
+ChorusRunner::Buffer::Buffer(std::size_t bytes, bool registered)
+    : registered_(registered), heap_(registered ? 0 : bytes) {
+  if (!registered) return;
+  registeredData_ = static_cast<std::byte*>(memAlloc(std::max<std::size_t>(bytes, 1)));
+  std::memset(registeredData_, 0, bytes);  // fault the pages in before timing, as heap_'s are
+}
+
+ChorusRunner::Buffer::~Buffer() {
+  if (registered_) memFree(registeredData_);
+}
+
 ChorusRunner::ChorusRunner(Communicator& comm, DataType type, std::size_t maxElements,
-                           std::size_t bufferOffset)
+                           std::size_t bufferOffset, bool registered)
     : comm_(comm),
       type_(type),
       elementSize_(runtime::dataTypeSize(type)),
       offset_(bufferOffset),
-      send_(maxElements * elementSize_ + bufferOffset),
-      recv_(maxElements * elementSize_ + bufferOffset) {}
+      send_(maxElements * elementSize_ + bufferOffset, registered),
+      recv_(maxElements * elementSize_ + bufferOffset, registered) {}
 
 void ChorusRunner::prepare(const BenchCase& c, int seed) {
   const ElementOps ops = elementOps(type_);

@@ -18,8 +18,9 @@ class ChorusRunner final : public perf::RankRunner {
  public:
   // `maxElements`: the largest input or output buffer of the sweep, in elements of `type`.
   // `bufferOffset`: bytes past a page boundary where both buffers start (malloc's are 16).
+  // `registered`: both buffers come from chorus::memAlloc instead of the heap.
   ChorusRunner(Communicator& comm, DataType type, std::size_t maxElements,
-               std::size_t bufferOffset = 0);
+               std::size_t bufferOffset = 0, bool registered = false);
 
   int rank() const override { return comm_.rank(); }
   int nranks() const override { return comm_.size(); }
@@ -32,7 +33,22 @@ class ChorusRunner final : public perf::RankRunner {
   std::string algorithmName(const perf::BenchCase& benchCase) override;
 
  private:
-  std::byte* at(perf::AlignedBuffer& buffer, std::size_t element) {
+  // Page-aligned, zero-filled and touched: heap memory, or registered (chorus::memAlloc).
+  class Buffer {
+   public:
+    Buffer(std::size_t bytes, bool registered);
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    ~Buffer();
+    std::byte* data() { return registered_ ? registeredData_ : heap_.data(); }
+
+   private:
+    bool registered_;
+    perf::AlignedBuffer heap_;
+    std::byte* registeredData_ = nullptr;
+  };
+
+  std::byte* at(Buffer& buffer, std::size_t element) {
     return buffer.data() + offset_ + element * elementSize_;
   }
 
@@ -40,8 +56,8 @@ class ChorusRunner final : public perf::RankRunner {
   DataType type_;
   std::size_t elementSize_;
   std::size_t offset_;
-  perf::AlignedBuffer send_;
-  perf::AlignedBuffer recv_;
+  Buffer send_;
+  Buffer recv_;
   std::string lastAlgorithm_;
 };
 

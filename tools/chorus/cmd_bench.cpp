@@ -33,6 +33,7 @@ struct BenchCommandArgs {
   std::string transport;  // empty: thread, or with --launched CHORUS_TRANSPORT / auto
   std::string bind = "none";
   std::size_t bufferOffset = 0;
+  bool registered = false;
   bool launched = false;
   std::string collective;  // --collective: must agree with COLL and with an --algo plan file
 };
@@ -125,6 +126,7 @@ ExitCode runBench(const BenchCommandArgs& given) {
         "aligned to their element type, as C++ does",
         args.bufferOffset, runtime::dataTypeSize(*type), runtime::dataTypeName(*type)));
   job.bufferOffset = args.bufferOffset;
+  job.registered = args.registered;
   if (launched) return runLaunchedRank(*launched, job);
   return runSweepJob(job);
 }
@@ -163,6 +165,9 @@ Command addBenchCommand(CLI::App& app) {
                    "as malloc'd ones are (16); 0 = page aligned")
       ->check(CLI::Range(0, 4095))
       ->capture_default_str();
+  command->add_flag("--registered", args->registered,
+                    "Allocate the send and receive buffers with chorus::memAlloc (registered "
+                    "memory, which local peers map: single copy on shm) instead of the heap");
   command
       ->add_option("--collective", args->collective,
                    "Confirms the collective of COLL and of an --algo plan file (a usage error "

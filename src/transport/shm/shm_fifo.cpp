@@ -20,7 +20,7 @@ namespace chorus::transport {
 namespace {
 
 constexpr std::uint64_t kFifoMagic = 0x6f6669662d6d6873ull;  // "shm-fifo"
-constexpr std::uint32_t kFifoVersion = 3;
+constexpr std::uint32_t kFifoVersion = 4;
 constexpr std::size_t kPageBytes = 4096;
 // SlotMeta::bytes of a message by reference carries this flag.
 constexpr std::uint64_t kRemoteFlag = std::uint64_t{1} << 63;
@@ -35,7 +35,8 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
 
 }  // namespace
 
-// Segment layout: this header, then `slots` SlotMeta (one cache line each), then the payloads,
+// Segment layout: this header, then `slots` SlotMeta (one cache line each), `slots`
+// SlotMapping, then the payloads,
 // each starting on a 4096-byte boundary. tail = slots released by the receiver, on its own
 // cache line. The sending end publishes its pid and the address of senderProbeWord; the
 // receiving end says whether it could read that word (single copy), on a line of their own.
@@ -69,6 +70,20 @@ struct alignas(64) ShmFifo::SlotMeta {
 static_assert(sizeof(RemoteSlot) <= 40 && alignof(RemoteSlot) <= 8,
               "a slot's single-copy record must fit its metadata line");
 
+// A message by reference in registered memory: the allocation holding it (fd < 0: none).
+// Written before the slot's sequence, on a line the small-message path never touches.
+struct ShmFifo::SlotMapping {
+  std::int32_t fd;
+  std::uint64_t id;
+  std::uint64_t base;
+  std::uint64_t bytes;
+};
+
+ShmFifo::SlotMapping* ShmFifo::mappingsOf(std::uint8_t* segment, int slots) {
+  return reinterpret_cast<SlotMapping*>(segment + sizeof(Control) +
+                                        static_cast<std::size_t>(slots) * sizeof(SlotMeta));
+}
+
 namespace {
 
 struct Geometry {
@@ -77,12 +92,13 @@ struct Geometry {
   std::size_t totalBytes;
 };
 
-template <typename Control, typename SlotMeta>
+template <typename Control, typename SlotMeta, typename SlotMapping>
 Geometry geometryOf(const FifoOptions& options) {
   const auto slots = static_cast<std::size_t>(options.slots);
   Geometry g{};
   g.stride = roundUp(options.slotBytes, kPageBytes);
-  g.payloadOffset = roundUp(sizeof(Control) + slots * sizeof(SlotMeta), kPageBytes);
+  g.payloadOffset =
+      roundUp(sizeof(Control) + slots * (sizeof(SlotMeta) + sizeof(SlotMapping)), kPageBytes);
   g.totalBytes = g.payloadOffset + slots * g.stride;
   return g;
 }
@@ -92,11 +108,11 @@ Geometry geometryOf(const FifoOptions& options) {
 std::size_t ShmFifo::segmentBytes(const FifoOptions& options) {
   static_assert(sizeof(SlotMeta) == 64 && sizeof(Control) % 64 == 0,
                 "each slot's metadata must fill exactly one cache line");
-  return geometryOf<Control, SlotMeta>(options).totalBytes;
+  return geometryOf<Control, SlotMeta, SlotMapping>(options).totalBytes;
 }
 
 void ShmFifo::format(const ShmSegment& segment, const FifoOptions& options) {
-  const Geometry g = geometryOf<Control, SlotMeta>(options);
+  const Geometry g = geometryOf<Control, SlotMeta, SlotMapping>(options);
   CHORUS_INTERNAL_ASSERT(segment.size() >= g.totalBytes,
                          "shm FIFO segment smaller than its layout");
   auto* control = new (segment.data()) Control{};
@@ -111,6 +127,8 @@ void ShmFifo::format(const ShmSegment& segment, const FifoOptions& options) {
   control->remoteReadable.store(kRemoteUnknown, std::memory_order_relaxed);
   for (int s = 0; s < options.slots; ++s)
     new (segment.data() + sizeof(Control) + s * sizeof(SlotMeta)) SlotMeta{};
+  for (int s = 0; s < options.slots; ++s)
+    new (mappingsOf(segment.data(), options.slots) + s) SlotMapping{-1, 0, 0, 0};
   control->magic.store(kFifoMagic, std::memory_order_release);
 }
 
@@ -125,7 +143,7 @@ ShmFifo::ShmFifo(ShmSegment segment, const FifoOptions& options, const std::stri
     : segment_(std::move(segment)), connection_(connection) {
   CHORUS_INTERNAL_ASSERT(isReady(segment_), "shm FIFO segment used before it was published");
   control_ = reinterpret_cast<Control*>(segment_.data());
-  const Geometry g = geometryOf<Control, SlotMeta>(options);
+  const Geometry g = geometryOf<Control, SlotMeta, SlotMapping>(options);
   if (control_->version != kFifoVersion ||
       control_->slots != static_cast<std::uint32_t>(options.slots) ||
       control_->slotBytes != options.slotBytes || control_->stride != g.stride ||
@@ -137,6 +155,7 @@ ShmFifo::ShmFifo(ShmSegment segment, const FifoOptions& options, const std::stri
         connection, control_->slots, formatSize(control_->slotBytes), control_->version,
         options.slots, formatSize(options.slotBytes), kFifoVersion, settings));
   meta_ = reinterpret_cast<SlotMeta*>(segment_.data() + sizeof(Control));
+  mappings_ = mappingsOf(segment_.data(), options.slots);
   payload_ = segment_.data() + g.payloadOffset;
   slots_ = static_cast<std::uint64_t>(options.slots);
   slotBytes_ = options.slotBytes;
@@ -194,6 +213,11 @@ std::uint64_t ShmFifo::commitRemote(const RemoteRegion& region, std::uint64_t ta
   meta.bytes = region.bytes() | kRemoteFlag;
   meta.tag = tag;
   publishRemoteSlot(*new (meta.inlined) RemoteSlot, region, head_ + 1);
+  SlotMapping& mapping = mappings_[sendIndex_];
+  if (const auto range = findRegistered(region.address, regionSpan(region)))
+    mapping = SlotMapping{range->fd, range->id, range->base, range->bytes};
+  else
+    mapping.fd = -1;
   ++head_;
   if (++sendIndex_ == slots_) sendIndex_ = 0;
   meta.sequence.store(head_, std::memory_order_release);
@@ -266,6 +290,32 @@ void ShmFifo::readRemote(std::uint8_t* dst, std::size_t offset, std::size_t byte
     if (runs == kBatch) flush();
   });
   if (runs > 0) flush();
+}
+
+bool ShmFifo::mapsRemote(const RemoteRegion& region) const {
+  return singleCopyBytes_ != 0 &&
+         control_->remoteReadable.load(std::memory_order_acquire) == kRemoteReadable &&
+         findRegistered(region.address, regionSpan(region)).has_value();
+}
+
+const std::uint8_t* ShmFifo::remoteData(std::size_t offset, std::size_t bytes) {
+  const SlotMapping& mapping = mappings_[recvIndex_];
+  if (mapping.fd < 0) return nullptr;
+  const RemoteRegion& region = meta_[recvIndex_].remote().region;
+  const std::size_t piece = offset / region.pieceBytes;
+  const std::size_t within = offset % region.pieceBytes;
+  if (within + bytes > region.pieceBytes) return nullptr;  // not one run
+  if (peerMappingId_ != mapping.id || peerMapping_ == nullptr) {
+    peerMapping_ = mapPeerAllocation(
+        senderPid_, RegisteredRange{mapping.fd, mapping.id, mapping.base, mapping.bytes});
+    peerMappingId_ = mapping.id;
+    if (peerMapping_ == nullptr) return nullptr;
+  }
+  const std::uint64_t address = region.address + piece * region.stride + within;
+  CHORUS_INTERNAL_ASSERT(address >= mapping.base && address + bytes <= mapping.base + mapping.bytes,
+                         "a message by reference outside its registered allocation");
+  countMappedRead();
+  return peerMapping_->data() + (address - mapping.base);
 }
 
 void ShmFifo::commitSend(std::size_t bytes, std::uint64_t tag) {

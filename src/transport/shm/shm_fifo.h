@@ -7,14 +7,18 @@
 // receiver copies it straight out of the sender's memory with process_vm_readv (Linux's
 // cross-memory attach, as Open MPI's vader uses). The receiver first proves it can read the
 // sender (one probe read of a known word); until then, or if it cannot (ptrace restrictions,
-// another pid namespace), every message is copied through the slots.
+// another pid namespace), every message is copied through the slots. A message in registered
+// memory (chorus::memAlloc) also names its allocation, which the receiver maps and reads with
+// plain loads (remoteData()); process_vm_readv remains the fallback.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "transport/fifo.h"
+#include "transport/shm/registered_memory.h"
 #include "transport/shm/shm_segment.h"
 
 namespace chorus::transport {
@@ -51,19 +55,25 @@ class ShmFifo final : public Fifo {
   bool evictRemote(std::uint64_t ticket) override;
   RemoteClaim claimRemote(RecvSlot* slot) override;
   void readRemote(std::uint8_t* dst, std::size_t offset, std::size_t bytes) override;
+  bool mapsRemote(const RemoteRegion& region) const override;
+  const std::uint8_t* remoteData(std::size_t offset, std::size_t bytes) override;
 
  private:
   static constexpr std::size_t kInlineBytes = 40;  // payloads this small travel in the slot's
                                                    // metadata line
   struct Control;
   struct SlotMeta;
+  struct SlotMapping;
 
+  // The SlotMapping array of a segment laid out for `slots` slots.
+  static SlotMapping* mappingsOf(std::uint8_t* segment, int slots);
   void probeSender();
   std::uint8_t* payload(std::uint64_t index) const { return payload_ + index * stride_; }
 
   ShmSegment segment_;
   Control* control_ = nullptr;
   SlotMeta* meta_ = nullptr;
+  SlotMapping* mappings_ = nullptr;  // one per slot, beside meta_
   std::uint8_t* payload_ = nullptr;
   std::uint64_t slots_ = 0;
   std::size_t slotBytes_ = 0;
@@ -80,6 +90,9 @@ class ShmFifo final : public Fifo {
   // Receiver: the sender's pid once probeSender() has run (0 before).
   bool probed_ = false;
   int senderPid_ = 0;
+  // Receiver: the sender's registered allocation the last message by reference lay in.
+  std::shared_ptr<const PeerMapping> peerMapping_;
+  std::uint64_t peerMappingId_ = 0;
 };
 
 }  // namespace chorus::transport

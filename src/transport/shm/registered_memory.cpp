@@ -1,0 +1,191 @@
+#include "transport/shm/registered_memory.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <list>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "chorus/error.h"
+#include "support/size.h"
+
+namespace chorus::transport {
+
+namespace {
+
+std::string errnoText(int error) {
+  return std::error_code(error, std::generic_category()).message();
+}
+
+std::string memfdName(std::uint64_t id) {
+  return fmt::format("chorus-mem-{}", id);
+}
+
+// This process's allocations by base address.
+struct Registry {
+  std::shared_mutex mutex;
+  std::map<std::uint64_t, RegisteredRange> byBase;
+  std::atomic<std::size_t> count{0};
+  std::atomic<std::uint64_t> nextId{1};
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: frees may run during exit
+  return *r;
+}
+
+// Mappings of peers' allocations, least recently used first.
+struct PeerCache {
+  std::mutex mutex;
+  struct Entry {
+    int pid;
+    std::uint64_t id;
+    std::shared_ptr<const PeerMapping> mapping;
+  };
+  std::list<Entry> entries;
+};
+
+PeerCache& peerCache() {
+  static PeerCache* c = new PeerCache;
+  return *c;
+}
+
+}  // namespace
+
+void* allocateRegistered(std::size_t bytes) {
+  if (bytes == 0) throw OptionError("chorus::memAlloc: 0 bytes asked for; ask for at least 1 byte");
+  Registry& r = registry();
+  const std::uint64_t id = r.nextId.fetch_add(1, std::memory_order_relaxed);
+  const int fd = ::memfd_create(memfdName(id).c_str(), MFD_CLOEXEC);
+  if (fd < 0)
+    throw CommError(fmt::format("chorus::memAlloc: memfd_create failed: {}", errnoText(errno)));
+  auto fail = [&](const char* what) {
+    const int error = errno;
+    ::close(fd);
+    throw CommError(fmt::format("chorus::memAlloc: {} for {} failed: {}", what, formatSize(bytes),
+                                errnoText(error)));
+  };
+  // Reserve the pages now, so a full memory fails here and not as SIGBUS on first touch.
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) fail("ftruncate");
+  if (const int error = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); error != 0) {
+    errno = error;
+    fail("reserving the memory (posix_fallocate)");
+  }
+  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (data == MAP_FAILED) fail("mmap");
+  const auto base = reinterpret_cast<std::uintptr_t>(data);
+  {
+    std::unique_lock lock(r.mutex);
+    r.byBase.emplace(base, RegisteredRange{fd, id, base, bytes});
+    r.count.fetch_add(1, std::memory_order_release);
+  }
+  return data;
+}
+
+void freeRegistered(void* pointer) {
+  if (pointer == nullptr) return;
+  Registry& r = registry();
+  RegisteredRange range;
+  {
+    std::unique_lock lock(r.mutex);
+    const auto it = r.byBase.find(reinterpret_cast<std::uintptr_t>(pointer));
+    if (it == r.byBase.end())
+      throw OptionError(fmt::format(
+          "chorus::memFree: {} is not memory from chorus::memAlloc (or was freed already); "
+          "pass exactly the pointer memAlloc returned, once",
+          pointer));
+    range = it->second;
+    r.byBase.erase(it);
+    r.count.fetch_sub(1, std::memory_order_release);
+  }
+  ::munmap(pointer, range.bytes);
+  ::close(range.fd);
+}
+
+std::optional<RegisteredRange> findRegistered(std::uint64_t address, std::uint64_t bytes) {
+  Registry& r = registry();
+  if (r.count.load(std::memory_order_acquire) == 0) return std::nullopt;
+  std::shared_lock lock(r.mutex);
+  auto it = r.byBase.upper_bound(address);
+  if (it == r.byBase.begin()) return std::nullopt;
+  --it;
+  const RegisteredRange& range = it->second;
+  if (address + bytes > range.base + range.bytes) return std::nullopt;
+  return range;
+}
+
+PeerMapping::~PeerMapping() {
+  ::munmap(const_cast<std::uint8_t*>(data_), bytes_);
+}
+
+namespace {
+
+// Opens and maps `pid`'s allocation, or nullptr (see mapPeerAllocation).
+std::shared_ptr<const PeerMapping> openPeerAllocation(int pid, const RegisteredRange& range) {
+  const std::string path = fmt::format("/proc/{}/fd/{}", pid, range.fd);
+  // The descriptor must still be this allocation's memfd: its link reads "/memfd:<name> ...".
+  char link[256];
+  const ssize_t length = ::readlink(path.c_str(), link, sizeof link - 1);
+  if (length <= 0) return nullptr;
+  link[length] = '\0';
+  const std::string expected = "/memfd:" + memfdName(range.id) + " ";
+  if (std::string_view(link, static_cast<std::size_t>(length)).substr(0, expected.size()) !=
+      expected)
+    return nullptr;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat info {};
+  void* data = MAP_FAILED;
+  if (::fstat(fd, &info) == 0 && static_cast<std::uint64_t>(info.st_size) == range.bytes)
+    data = ::mmap(nullptr, range.bytes, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (data == MAP_FAILED) return nullptr;
+  return std::make_shared<const PeerMapping>(static_cast<const std::uint8_t*>(data),
+                                             static_cast<std::size_t>(range.bytes));
+}
+
+}  // namespace
+
+std::shared_ptr<const PeerMapping> mapPeerAllocation(int pid, const RegisteredRange& range) {
+  PeerCache& cache = peerCache();
+  std::lock_guard lock(cache.mutex);
+  for (auto it = cache.entries.begin(); it != cache.entries.end(); ++it)
+    if (it->pid == pid && it->id == range.id) {
+      cache.entries.splice(cache.entries.end(), cache.entries, it);  // most recently used
+      return it->mapping;
+    }
+  // A failure is cached too: it would fail again, and costs syscalls on every message.
+  auto mapping = openPeerAllocation(pid, range);
+  if (cache.entries.size() == kMappedPeerAllocations) cache.entries.pop_front();
+  cache.entries.push_back({pid, range.id, mapping});
+  return mapping;
+}
+
+}  // namespace chorus::transport
+
+namespace chorus::transport {
+
+namespace {
+std::atomic<std::uint64_t> mappedReadCount{0};
+}
+
+void countMappedRead() {
+  mappedReadCount.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint64_t mappedReads() {
+  return mappedReadCount.load(std::memory_order_relaxed);
+}
+
+}  // namespace chorus::transport
