@@ -63,7 +63,7 @@ struct RankMemory {
   std::size_t chunkElems = 0;
   std::size_t elemSize = 0;
   std::uint8_t* base[kBuffers] = {nullptr, nullptr, nullptr};
-  std::vector<std::uint8_t>* staged = nullptr;  // [kBuffers] padded copies when staging
+  transport::RegisteredBuffer* staged = nullptr;  // [kBuffers] padded copies when staging
   bool staging = false;
   std::size_t callBytes = 0;                // the larger of this rank's input and output
   bool streaming = false;                   // write input/output with non-temporal stores
@@ -188,8 +188,7 @@ class RankExecutor {
         mem_.base[bufferSlot(kind)] =
             mem_.base[bufferSlot(c.buffer)] + c.index * mem_.chunkElems * mem_.elemSize;
     }
-    mem_.base[bufferSlot(ir::BufferKind::scratch)] = pageAligned(
-        mem_.staged[bufferSlot(ir::BufferKind::scratch)],
+    mem_.base[bufferSlot(ir::BufferKind::scratch)] = mem_.staged[bufferSlot(ir::BufferKind::scratch)].reserve(
         static_cast<std::size_t>(program_.scratchChunks) * mem_.chunkElems * mem_.elemSize);
   }
 
@@ -221,10 +220,10 @@ class RankExecutor {
                         std::size_t outBytes) {
     if (outBytes < inBytes && !writesInput()) {
       mem_.privateOutputOf = userOut;
-      userOut = pageAligned(mem_.staged[bufferSlot(ir::BufferKind::output)], outBytes);
+      userOut = mem_.staged[bufferSlot(ir::BufferKind::output)].reserve(outBytes);
       return true;
     }
-    std::uint8_t* copy = pageAligned(mem_.staged[bufferSlot(ir::BufferKind::input)], inBytes);
+    std::uint8_t* copy = mem_.staged[bufferSlot(ir::BufferKind::input)].reserve(inBytes);
     std::memcpy(copy, userIn, inBytes);
     userIn = copy;
     return true;
@@ -274,7 +273,7 @@ class RankExecutor {
       const int chunks = kind == ir::BufferKind::input ? collective_->inputChunks(rank_)
                                                        : collective_->outputChunks(rank_);
       const std::size_t bytes = static_cast<std::size_t>(chunks) * mem_.chunkElems * mem_.elemSize;
-      mem_.base[bufferSlot(kind)] = pageAligned(mem_.staged[bufferSlot(kind)], bytes);
+      mem_.base[bufferSlot(kind)] = mem_.staged[bufferSlot(kind)].reserve(bytes);
       std::memset(mem_.base[bufferSlot(kind)], 0, bytes);
     }
     // The user's input lands where the (canonical) input lives, block by block.

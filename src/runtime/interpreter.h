@@ -14,6 +14,7 @@
 #include "runtime/datatype.h"
 #include "runtime/stream_copy.h"
 #include "transport/connections.h"
+#include "transport/shm/registered_memory.h"
 
 namespace chorus::runtime {
 
@@ -60,7 +61,9 @@ struct PlanFacts {
 // so repeated calls neither allocate nor fault in fresh pages. One per rank and connection
 // set; not thread-safe.
 struct Workspace {
-  std::vector<std::uint8_t> buffers[3];  // indexed by ir::BufferKind
+  // Indexed by ir::BufferKind. Registered memory, so local peers map what the plan sends from
+  // them (transport/shm/registered_memory.h).
+  transport::RegisteredBuffer buffers[3];
   PlanFacts facts;
   // The interpreter's per-threadblock state (opaque here), so small calls do not allocate.
   std::unique_ptr<std::byte[]> taskBytes;

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <new>
 #include <cerrno>
 #include <list>
 #include <map>
@@ -123,6 +125,52 @@ std::optional<RegisteredRange> findRegistered(std::uint64_t address, std::uint64
   const RegisteredRange& range = it->second;
   if (address + bytes > range.base + range.bytes) return std::nullopt;
   return range;
+}
+
+RegisteredBuffer::RegisteredBuffer(RegisteredBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      capacity_(std::exchange(other.capacity_, 0)),
+      registered_(other.registered_) {}
+
+RegisteredBuffer& RegisteredBuffer::operator=(RegisteredBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = std::exchange(other.data_, nullptr);
+    capacity_ = std::exchange(other.capacity_, 0);
+    registered_ = other.registered_;
+  }
+  return *this;
+}
+
+RegisteredBuffer::~RegisteredBuffer() { release(); }
+
+void RegisteredBuffer::release() {
+  if (data_ == nullptr) return;
+  if (registered_)
+    freeRegistered(data_);
+  else
+    std::free(data_);
+  data_ = nullptr;
+  capacity_ = 0;
+}
+
+std::uint8_t* RegisteredBuffer::reserve(std::size_t bytes) {
+  if (bytes <= capacity_) return data_;  // nullptr for 0 bytes before the first growth
+  release();
+  // Powers of two from 64 KiB, so a growing workload makes few allocations.
+  std::size_t capacity = std::size_t{64} << 10;
+  while (capacity < bytes)
+    capacity *= 2;
+  try {
+    data_ = static_cast<std::uint8_t*>(allocateRegistered(capacity));
+    registered_ = true;
+  } catch (const CommError&) {  // e.g. out of descriptors: plain memory still works
+    data_ = static_cast<std::uint8_t*>(std::aligned_alloc(4096, capacity));
+    if (data_ == nullptr) throw std::bad_alloc();
+    registered_ = false;
+  }
+  capacity_ = capacity;
+  return data_;
 }
 
 PeerMapping::~PeerMapping() {

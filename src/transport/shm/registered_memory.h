@@ -36,6 +36,29 @@ void freeRegistered(void* pointer);
 // and cheap while nothing is registered.
 std::optional<RegisteredRange> findRegistered(std::uint64_t address, std::uint64_t bytes);
 
+// A growable buffer in registered memory, for the runtime's scratch and private copies, so
+// peers map those too. Falls back to the heap when registered memory cannot be had. Contents
+// are not kept when it grows. Move-only.
+class RegisteredBuffer {
+ public:
+  RegisteredBuffer() = default;
+  RegisteredBuffer(RegisteredBuffer&& other) noexcept;
+  RegisteredBuffer& operator=(RegisteredBuffer&& other) noexcept;
+  RegisteredBuffer(const RegisteredBuffer&) = delete;
+  RegisteredBuffer& operator=(const RegisteredBuffer&) = delete;
+  ~RegisteredBuffer();
+
+  // At least `bytes`, page aligned (nullptr for 0 bytes if it never grew); valid until the
+  // next call that grows it.
+  std::uint8_t* reserve(std::size_t bytes);
+
+ private:
+  void release();
+  std::uint8_t* data_ = nullptr;
+  std::size_t capacity_ = 0;
+  bool registered_ = false;
+};
+
 // One peer allocation mapped into this process; unmapped when the last holder lets go.
 class PeerMapping {
  public:
