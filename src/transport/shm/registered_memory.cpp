@@ -6,12 +6,12 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
-#include <new>
 #include <cerrno>
+#include <cstdlib>
 #include <list>
 #include <map>
 #include <mutex>
+#include <new>
 #include <shared_mutex>
 #include <string>
 #include <system_error>
@@ -142,7 +142,9 @@ RegisteredBuffer& RegisteredBuffer::operator=(RegisteredBuffer&& other) noexcept
   return *this;
 }
 
-RegisteredBuffer::~RegisteredBuffer() { release(); }
+RegisteredBuffer::~RegisteredBuffer() {
+  release();
+}
 
 void RegisteredBuffer::release() {
   if (data_ == nullptr) return;
