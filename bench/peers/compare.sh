@@ -93,6 +93,21 @@ files=()
 ceilings=()
 mpirun_bin="$(command -v mpirun.openmpi || command -v mpirun || true)"
 
+failed=()
+
+# Runs one library's benchmark ($1 names it, $2 is its JSON file, the rest is the command). A run
+# that fails (e.g. a peer's wrong elements) does not stop the others or the comparison; the
+# script exits 1 at the end, naming it. Its JSON, if written, still joins the comparison.
+run_bench() {
+  local name="$1" json="$2"
+  shift 2
+  if ! "$@"; then
+    echo "compare.sh: $name exited with an error (above); going on with the other runs" >&2
+    failed+=("$name")
+  fi
+  if [ -f "$json" ]; then files+=("$json"); fi
+}
+
 # One round: chorus, Open MPI, Gloo back to back; $1 is the file suffix ("" or ".rN").
 run_round() {
   local suffix="$1"
@@ -103,9 +118,9 @@ run_round() {
     echo
   fi
   echo "== chorus ($transport, $ranks ranks)"
-  "$build/chorus" bench "$coll" --ranks "$ranks" --transport "$transport" "${sweep[@]}" \
+  run_bench "chorus$suffix" "$out/chorus$suffix.json" \
+    "$build/chorus" bench "$coll" --ranks "$ranks" --transport "$transport" "${sweep[@]}" \
     --json "$out/chorus$suffix.json" "${chorus_only[@]}" "${extra[@]}"
-  files+=("$out/chorus$suffix.json")
 
   echo
   if [ ! -x "$build/bench/bench_mpi" ]; then
@@ -116,10 +131,10 @@ run_round() {
     local btl=self,vader what="vader shared memory"
     if [ "$transport" = tcp ]; then btl=self,tcp what="tcp loopback"; fi
     echo "== openmpi ($what, $ranks ranks)"
-    "$mpirun_bin" --allow-run-as-root --oversubscribe -n "$ranks" --mca pml ob1 \
+    run_bench "openmpi$suffix" "$out/openmpi$suffix.json" \
+      "$mpirun_bin" --allow-run-as-root --oversubscribe -n "$ranks" --mca pml ob1 \
       --mca btl "$btl" "$build/bench/bench_mpi" "$coll" "${sweep[@]}" \
       --json "$out/openmpi$suffix.json" "${extra[@]}"
-    files+=("$out/openmpi$suffix.json")
   fi
 
   echo
@@ -127,9 +142,9 @@ run_round() {
     echo "== gloo: skipped ($build/bench/bench_gloo was not built: CMake found no Gloo)"
   else
     echo "== gloo (tcp loopback, $ranks processes)"
-    "$build/bench/bench_gloo" "$coll" --ranks "$ranks" "${sweep[@]}" \
+    run_bench "gloo$suffix" "$out/gloo$suffix.json" \
+      "$build/bench/bench_gloo" "$coll" --ranks "$ranks" "${sweep[@]}" \
       --json "$out/gloo$suffix.json" "${extra[@]}"
-    files+=("$out/gloo$suffix.json")
   fi
 }
 
@@ -152,3 +167,7 @@ if [ ${#ceilings[@]} -gt 0 ]; then ceiling_args=(--ceiling "${ceilings[@]}"); fi
 "$build/bench/bench_compare" "${files[@]}" --plot "$out/compare.svg" "${ceiling_args[@]}"
 echo
 echo "records and chart: $out/$names, $out/compare.svg"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "compare.sh: these runs failed (their output above says why): ${failed[*]}" >&2
+  exit 1
+fi

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,6 +80,22 @@ TEST(PeerMapping, MapsTheSameMemoryAndRefusesAStaleId) {
   EXPECT_EQ(transport::mapPeerAllocation(static_cast<int>(::getpid()), stale), nullptr);
   memFree(p);
   EXPECT_EQ(mapping->data()[5000], 42) << "a mapping outlives its owner's memFree";
+}
+
+TEST(PeerMapping, MappingANewAllocationDropsTheMappingsOfFreedOnes) {
+  const int pid = static_cast<int>(::getpid());
+  auto* first = memAlloc(4096);
+  std::weak_ptr<const transport::PeerMapping> firstMapping = transport::mapPeerAllocation(
+      pid, *transport::findRegistered(reinterpret_cast<std::uintptr_t>(first), 4096));
+  ASSERT_FALSE(firstMapping.expired()) << "the cache keeps it";
+  memFree(first);
+  EXPECT_FALSE(firstMapping.expired()) << "nothing maps a new allocation yet";
+  auto* second = memAlloc(4096);
+  const auto secondMapping = transport::mapPeerAllocation(
+      pid, *transport::findRegistered(reinterpret_cast<std::uintptr_t>(second), 4096));
+  ASSERT_NE(secondMapping, nullptr);
+  EXPECT_TRUE(firstMapping.expired()) << "the freed allocation is still mapped";
+  memFree(second);
 }
 
 struct Case {

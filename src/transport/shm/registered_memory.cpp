@@ -52,7 +52,7 @@ struct PeerCache {
   std::mutex mutex;
   struct Entry {
     int pid;
-    std::uint64_t id;
+    RegisteredRange range;
     std::shared_ptr<const PeerMapping> mapping;
   };
   std::list<Entry> entries;
@@ -182,17 +182,21 @@ PeerMapping::~PeerMapping() {
 namespace {
 
 // Opens and maps `pid`'s allocation, or nullptr (see mapPeerAllocation).
-std::shared_ptr<const PeerMapping> openPeerAllocation(int pid, const RegisteredRange& range) {
+// Whether `pid`'s descriptor range.fd still is allocation range.id: its link reads
+// "/memfd:chorus-mem-<id> (deleted)".
+bool stillAllocated(int pid, const RegisteredRange& range) {
   const std::string path = fmt::format("/proc/{}/fd/{}", pid, range.fd);
-  // The descriptor must still be this allocation's memfd: its link reads "/memfd:<name> ...".
   char link[256];
   const ssize_t length = ::readlink(path.c_str(), link, sizeof link - 1);
-  if (length <= 0) return nullptr;
-  link[length] = '\0';
+  if (length <= 0) return false;
   const std::string expected = "/memfd:" + memfdName(range.id) + " ";
-  if (std::string_view(link, static_cast<std::size_t>(length)).substr(0, expected.size()) !=
-      expected)
-    return nullptr;
+  return std::string_view(link, static_cast<std::size_t>(length)).substr(0, expected.size()) ==
+         expected;
+}
+
+std::shared_ptr<const PeerMapping> openPeerAllocation(int pid, const RegisteredRange& range) {
+  if (!stillAllocated(pid, range)) return nullptr;
+  const std::string path = fmt::format("/proc/{}/fd/{}", pid, range.fd);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return nullptr;
   struct stat info {};
@@ -211,14 +215,19 @@ std::shared_ptr<const PeerMapping> mapPeerAllocation(int pid, const RegisteredRa
   PeerCache& cache = peerCache();
   std::lock_guard lock(cache.mutex);
   for (auto it = cache.entries.begin(); it != cache.entries.end(); ++it)
-    if (it->pid == pid && it->id == range.id) {
+    if (it->pid == pid && it->range.id == range.id) {
       cache.entries.splice(cache.entries.end(), cache.entries, it);  // most recently used
       return it->mapping;
     }
+  // A new allocation: first drop the mappings of allocations their owners have freed (or
+  // whose owners exited), which would otherwise keep that memory alive.
+  std::erase_if(cache.entries, [](const PeerCache::Entry& entry) {
+    return entry.mapping != nullptr && !stillAllocated(entry.pid, entry.range);
+  });
   // A failure is cached too: it would fail again, and costs syscalls on every message.
   auto mapping = openPeerAllocation(pid, range);
   if (cache.entries.size() == kMappedPeerAllocations) cache.entries.pop_front();
-  cache.entries.push_back({pid, range.id, mapping});
+  cache.entries.push_back({pid, range, mapping});
   return mapping;
 }
 

@@ -7,8 +7,9 @@
 // opens the allocation as /proc/<pid>/fd/<fd> (the same permission as process_vm_readv),
 // checks the memfd's name against the id, maps it, and keeps the mapping in a per-process
 // cache keyed by (pid, id): at most kMappedPeerAllocations, least recently used ones unmapped.
-// A mapping of an allocation its owner has freed keeps that memory alive until it leaves the
-// cache (or the peer exits).
+// Mapping a new allocation first unmaps those whose owners have freed them (checked the same
+// way), so a freed allocation's memory lives on in a peer only until that peer maps another.
+// A mapping in use (PeerMapping held) stays valid until released.
 #pragma once
 
 #include <cstddef>
