@@ -188,8 +188,9 @@ class RankExecutor {
         mem_.base[bufferSlot(kind)] =
             mem_.base[bufferSlot(c.buffer)] + c.index * mem_.chunkElems * mem_.elemSize;
     }
-    mem_.base[bufferSlot(ir::BufferKind::scratch)] = mem_.staged[bufferSlot(ir::BufferKind::scratch)].reserve(
-        static_cast<std::size_t>(program_.scratchChunks) * mem_.chunkElems * mem_.elemSize);
+    mem_.base[bufferSlot(ir::BufferKind::scratch)] =
+        mem_.staged[bufferSlot(ir::BufferKind::scratch)].reserve(
+            static_cast<std::size_t>(program_.scratchChunks) * mem_.chunkElems * mem_.elemSize);
   }
 
   // An in-place plan called with separate buffers: when the whole input can live inside the

@@ -33,8 +33,8 @@ void* allocateRegistered(std::size_t bytes);
 // Frees memory from allocateRegistered(); nullptr is ignored. Throws OptionError for any
 // other pointer (not from allocateRegistered, not its start, or freed already).
 void freeRegistered(void* pointer);
-// The registered allocation holding all of [address, address + bytes), if one does. Lock-free
-// and cheap while nothing is registered.
+// The registered allocation holding all of [address, address + bytes), if one does. One
+// atomic load while nothing is registered; otherwise a lookup under a shared lock.
 std::optional<RegisteredRange> findRegistered(std::uint64_t address, std::uint64_t bytes);
 
 // A growable buffer in registered memory, for the runtime's scratch and private copies, so
