@@ -65,9 +65,14 @@ struct RankMemory {
   std::uint8_t* base[kBuffers] = {nullptr, nullptr, nullptr};
   transport::RegisteredBuffer* staged = nullptr;  // [kBuffers] padded copies when staging
   bool staging = false;
-  std::size_t callBytes = 0;                // the larger of this rank's input and output
-  bool streaming = false;                   // write input/output with non-temporal stores
-  bool overlapping = false;                 // the caller's input and output overlap (in place)
+  std::size_t callBytes = 0;  // the larger of this rank's input and output
+  bool streaming = false;     // write input/output with non-temporal stores
+  bool overlapping = false;   // the caller's input and output overlap (in place)
+  // Set when an in-place plan runs out of place without copying its input home first
+  // (PlanFacts::firstUsesFromInput): sources of the steps marked readsInput lie at
+  // `firstUses` + (address - inputHome).
+  const std::uint8_t* firstUses = nullptr;
+  const std::uint8_t* inputHome = nullptr;
   std::uint8_t* privateOutputOf = nullptr;  // user output to fill from a private one at the end
 
   std::uint8_t* piece(ir::BufferKind kind, int chunk, std::size_t offset) const {
@@ -127,6 +132,7 @@ class RankExecutor {
       facts_->key = 0;
       facts_->collective = ir::collectiveOf(algorithm);
       facts_->aliasedAtChunk = -1;
+      facts_->firstUsesAtChunk = -1;
     }
     collective_ = facts_->collective.get();
   }
@@ -208,8 +214,75 @@ class RankExecutor {
       return false;  // same base
     std::uint8_t* home = userOut + offset * mem_.chunkElems * mem_.elemSize;
     if (home + inBytes > userOut + outBytes) return false;
-    std::memmove(home, userIn, inBytes);
+    if (!mem_.overlapping && firstUsesFromInput(static_cast<int>(offset))) {
+      // Only the chunks the plan never writes are copied; the others are read from the input
+      // by the steps that use them before they are written (ledger-free: the input never
+      // changes).
+      const std::size_t chunkBytes = mem_.chunkElems * mem_.elemSize;
+      for (int c : facts_->unwrittenInputChunks) {
+        const std::size_t at = static_cast<std::size_t>(c - static_cast<int>(offset)) * chunkBytes;
+        std::memcpy(home + at, userIn + at, std::min(chunkBytes, inBytes - std::min(at, inBytes)));
+      }
+      mem_.firstUses = userIn;
+      mem_.inputHome = home;
+    } else {
+      std::memmove(home, userIn, inBytes);
+    }
     userIn = home;
+    return true;
+  }
+
+  // PlanFacts::firstUsesFromInput for the input at canonical chunk `at` of its buffer.
+  bool firstUsesFromInput(int at) {
+    PlanFacts& f = *facts_;
+    if (cached_ && f.firstUsesAtChunk == at) return f.firstUsesFromInput;
+    f.firstUsesAtChunk = at;
+    f.firstUsesFromInput = false;
+    const int chunks = collective_->inputChunks(rank_);
+    const auto home = collective_->canonical(rank_, {ir::BufferKind::input, 0}).buffer;
+    // The canonical chunk a buffer reference lands on, or -1 outside the input's chunks.
+    auto inputChunk = [&](ir::BufferKind kind, int index) {
+      const auto c = collective_->canonical(rank_, {kind, index});
+      return c.buffer == home && c.index >= at && c.index < at + chunks ? c.index - at : -1;
+    };
+    const auto& tbs = program_.threadblocks;
+    std::vector<int> owner(static_cast<std::size_t>(chunks), -1);  // the one tb touching it
+    std::vector<char> written(static_cast<std::size_t>(chunks), 0);
+    f.readsInput.assign(tbs.size(), {});
+    for (std::size_t t = 0; t < tbs.size(); ++t) {
+      f.readsInput[t].assign(tbs[t].steps.size(), 0);
+      for (std::size_t k = 0; k < tbs[t].steps.size(); ++k) {
+        const ir::Step& s = tbs[t].steps[k];
+        int before = 0, after = 0;  // source pieces read before / after their chunk's first write
+        for (int i = 0; i < s.count; ++i) {
+          for (const bool isSrc : {true, false}) {
+            const bool used = isSrc ? ir::opReadsSrc(s.op) : ir::opWritesDst(s.op);
+            if (!used) continue;
+            const int c = isSrc ? inputChunk(s.srcBuffer, s.srcIndex + i)
+                                : inputChunk(s.dstBuffer, s.dstIndex + i);
+            if (c < 0) continue;
+            int& who = owner[static_cast<std::size_t>(c)];
+            if (who >= 0 && who != static_cast<int>(t)) return false;  // two threadblocks
+            who = static_cast<int>(t);
+            if (isSrc) (written[static_cast<std::size_t>(c)] ? after : before)++;
+            // A destination read before the chunk's first write would need the input too.
+            if (!isSrc && ir::opReadsDst(s.op) && !written[static_cast<std::size_t>(c)])
+              return false;
+          }
+        }
+        // Mark this step's writes only now: a step reads its sources before it writes.
+        if (ir::opWritesDst(s.op))
+          for (int i = 0; i < s.count; ++i)
+            if (const int c = inputChunk(s.dstBuffer, s.dstIndex + i); c >= 0)
+              written[static_cast<std::size_t>(c)] = 1;
+        if (before > 0 && (after > 0 || before < s.count)) return false;  // mixed sources
+        f.readsInput[t][k] = before > 0 ? 1 : 0;
+      }
+    }
+    f.unwrittenInputChunks.clear();
+    for (int c = 0; c < chunks; ++c)
+      if (!written[static_cast<std::size_t>(c)]) f.unwrittenInputChunks.push_back(at + c);
+    f.firstUsesFromInput = true;
     return true;
   }
 
@@ -586,9 +659,11 @@ class RankExecutor {
       connections_.abort(message);
       throw CommError(message);
     }
+    const bool fromInput =
+        mem_.firstUses != nullptr && facts_->readsInput[taskIndex(task)][task.step] != 0;
     // A write must not change what a message this rank sent by reference still points at. (A
     // copy onto itself, an identity alias, writes nothing.)
-    if (ir::opWritesDst(s.op) && !ledger_.empty() && !copiesOntoItself(s, offset) &&
+    if (ir::opWritesDst(s.op) && !ledger_.empty() && !(copiesOntoItself(s, offset) && !fromInput) &&
         !ledger_.clearForWrite(mem_.pieces(s.dstBuffer, s.dstIndex, s.count, offset, len),
                                stuck_.load(std::memory_order_relaxed)))
       return false;
@@ -605,11 +680,12 @@ class RankExecutor {
       const bool fromSrc = s.op == ir::OpKind::send;
       region = mem_.pieces(fromSrc ? s.srcBuffer : s.dstBuffer, fromSrc ? s.srcIndex : s.dstIndex,
                            s.count, offset, len);
+      if (fromSrc && fromInput) region.address = inputAddress(region.address);
       byReference = options_.alwaysByReference || task.sendSavesCopy ||
                     (!facts_->reduces && !mem_.streaming && !mem_.overlapping) ||
                     task.send->mapsRemote(region);
     }
-    execute(s, slot, task.recv, byReference ? nullptr : out, offset, len, pieceBytes);
+    execute(s, slot, task.recv, byReference ? nullptr : out, offset, len, pieceBytes, fromInput);
     if (receives) task.recv->releaseRecv();
     if (byReference)
       ledger_.add(*task.send, task.send->commitRemote(region, options_.callTag), region);
@@ -623,6 +699,24 @@ class RankExecutor {
       if (++task.iteration == iterations_) task.done = true;
     }
     return true;
+  }
+
+  std::size_t taskIndex(const TaskState& task) const {
+    return static_cast<std::size_t>(&task - tasks_.data());
+  }
+
+  // Where the byte at `address` (inside the input's home in the output) lies in the caller's
+  // input (RankMemory::firstUses).
+  std::uint64_t inputAddress(std::uint64_t address) const {
+    return reinterpret_cast<std::uintptr_t>(mem_.firstUses) +
+           (address - reinterpret_cast<std::uintptr_t>(mem_.inputHome));
+  }
+
+  // Piece i of the step's source at `offset`: from the caller's input for a step that reads
+  // its sources before they are written, when the input was not copied home.
+  const std::uint8_t* srcPiece(const ir::Step& s, int i, std::size_t offset, bool fromInput) const {
+    const std::uint8_t* at = mem_.piece(s.srcBuffer, s.srcIndex + i, offset);
+    return fromInput ? mem_.firstUses + (at - mem_.inputHome) : at;
   }
 
   // Whether `s` is a copy whose every piece at `offset` is its own source (identityAlias()).
@@ -718,14 +812,14 @@ class RankExecutor {
   // chunk; in a message they are packed back to back. `out` is the send slot, or nullptr when
   // nothing is to be written there (no send, or the message goes by reference).
   void execute(const ir::Step& s, const transport::RecvSlot& in, transport::Fifo* recv,
-               std::uint8_t* out, std::size_t offset, std::size_t len, std::size_t pieceBytes) {
+               std::uint8_t* out, std::size_t offset, std::size_t len, std::size_t pieceBytes,
+               bool fromInput) {
     constexpr auto kSlot = ir::BufferKind::scratch;  // slots are read again soon: never streamed
     for (int i = 0; i < s.count; ++i) {
       const std::size_t at = static_cast<std::size_t>(i) * pieceBytes;
       switch (s.op) {
         case ir::OpKind::send:
-          if (out)
-            std::memcpy(out + at, mem_.piece(s.srcBuffer, s.srcIndex + i, offset), pieceBytes);
+          if (out) std::memcpy(out + at, srcPiece(s, i, offset, fromInput), pieceBytes);
           break;
         case ir::OpKind::recv:
           fetch(in, recv, s.dstBuffer, mem_.piece(s.dstBuffer, s.dstIndex + i, offset), at,
@@ -741,15 +835,14 @@ class RankExecutor {
         }
         case ir::OpKind::recvReduceCopy:
           reduceReceived(in, recv, s.dstBuffer, mem_.piece(s.dstBuffer, s.dstIndex + i, offset), at,
-                         mem_.piece(s.srcBuffer, s.srcIndex + i, offset), len);
+                         srcPiece(s, i, offset, fromInput), len);
           break;
         case ir::OpKind::recvReduceSend:
-          reduceReceived(in, recv, kSlot, out + at, at,
-                         mem_.piece(s.srcBuffer, s.srcIndex + i, offset), len);
+          reduceReceived(in, recv, kSlot, out + at, at, srcPiece(s, i, offset, fromInput), len);
           break;
         case ir::OpKind::recvReduceCopySend: {
           std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
-          const std::uint8_t* src = mem_.piece(s.srcBuffer, s.srcIndex + i, offset);
+          const std::uint8_t* src = srcPiece(s, i, offset, fromInput);
           if (out) {  // reduce into the slot, which stays in cache, then copy it home
             reduceReceived(in, recv, kSlot, out + at, at, src, len);
             put(s.dstBuffer, dst, out + at, pieceBytes);
@@ -760,7 +853,7 @@ class RankExecutor {
         }
         case ir::OpKind::copy: {
           std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
-          const std::uint8_t* src = mem_.piece(s.srcBuffer, s.srcIndex + i, offset);
+          const std::uint8_t* src = srcPiece(s, i, offset, fromInput);
           if (dst == src) break;  // an identity alias (identityAlias())
           if (dst + pieceBytes <= src || src + pieceBytes <= dst)
             put(s.dstBuffer, dst, src, pieceBytes);
@@ -770,7 +863,7 @@ class RankExecutor {
         }
         case ir::OpKind::reduce: {
           std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
-          combine(s.dstBuffer, dst, dst, mem_.piece(s.srcBuffer, s.srcIndex + i, offset), len);
+          combine(s.dstBuffer, dst, dst, srcPiece(s, i, offset, fromInput), len);
           break;
         }
         case ir::OpKind::nop:

@@ -51,6 +51,16 @@ struct PlanFacts {
   // copy (AllGather in place, NCCL-style).
   int aliasedAtChunk = -1;
   bool aliasIsIdentity = false;
+  // An in-place plan called out of place, its input at canonical chunk `firstUsesAtChunk` (-1:
+  // not examined yet). `firstUsesFromInput`: every chunk the input fills is touched by one
+  // threadblock only, and no step reads one as its destination before writing it; then each
+  // step whose sources are read before their chunk is first written (readsInput[tb][step])
+  // reads them straight from the caller's input, instead of the input being copied into the
+  // output first. `unwrittenInputChunks`: those the plan never writes, which are copied.
+  int firstUsesAtChunk = -1;
+  bool firstUsesFromInput = false;
+  std::vector<std::vector<char>> readsInput;
+  std::vector<int> unwrittenInputChunks;
   // Per threadblock: its only receiving step, when that step only lands messages (recv,
   // recvCopySend) in chunks no other step of this rank touches (but the steps after it in its
   // threadblock), so its later tiles may be posted ahead (Fifo::postRecv); else -1.

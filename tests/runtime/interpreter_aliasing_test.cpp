@@ -10,6 +10,7 @@
 #include "compile_for_test.h"
 #include "runtime/interpreter.h"
 #include "transport/thread/thread_group.h"
+#include "verify/ir_builders.h"
 
 namespace chorus {
 namespace {
@@ -51,6 +52,59 @@ TEST(InterpreterAliasing, InPlaceAllReducePlanWithSeparateBuffers) {
     EXPECT_EQ(in[r], original[r]) << "rank " << r << "'s input was modified";
     for (std::size_t i = 0; i < count; ++i)
       ASSERT_EQ(out[r][i], static_cast<float>(6 + 3 * (i % 7))) << "rank " << r << " [" << i << "]";
+  }
+}
+
+// An in-place plan (not a real AllReduce: the interpreter runs what it is given) whose steps
+// read chunks, write them, then read them again. Chunk 0: rank 1 sends it, rank 0 adds its own
+// and sends the sum back. Chunk 1: rank 0 sends it, rank 1 adds its own and sends the sum back,
+// which rank 0 adds to its input's chunk 1 (not yet written there) and sends to rank 1 once
+// more. Chunk 2 is never touched. Called with separate buffers, first reads come from the
+// input (it is not copied home first), later ones from the output, and chunk 2 is copied.
+ir::Algorithm readAfterWritePlan() {
+  using ir::BufferKind;
+  using ir::OpKind;
+  using verify::testing::makeStep;
+  using verify::testing::makeTb;
+  ir::Algorithm a =
+      verify::testing::makeAlgorithm("read-after-write", ir::CollectiveKind::allreduce, 2, 3, true);
+  for (int r = 0; r < 2; ++r)
+    a.ranks[r].inputChunks = 3;
+  ir::Threadblock t0 = makeTb(0, 1, 1);
+  t0.steps.push_back(makeStep(OpKind::recvReduceCopy, BufferKind::input, 0, BufferKind::input, 0));
+  t0.steps.push_back(makeStep(OpKind::send, BufferKind::input, 0, BufferKind::input, 0));
+  t0.steps.push_back(makeStep(OpKind::send, BufferKind::input, 1, BufferKind::input, 1));
+  t0.steps.push_back(makeStep(OpKind::recvReduceCopy, BufferKind::input, 1, BufferKind::input, 1));
+  t0.steps.push_back(makeStep(OpKind::send, BufferKind::input, 1, BufferKind::input, 1));
+  a.ranks[0].threadblocks = {t0};
+  ir::Threadblock t1 = makeTb(0, 0, 0);
+  t1.steps.push_back(makeStep(OpKind::send, BufferKind::input, 0, BufferKind::input, 0));
+  t1.steps.push_back(makeStep(OpKind::recv, BufferKind::input, 0, BufferKind::input, 0));
+  t1.steps.push_back(makeStep(OpKind::recvReduceCopy, BufferKind::input, 1, BufferKind::input, 1));
+  t1.steps.push_back(makeStep(OpKind::send, BufferKind::input, 1, BufferKind::input, 1));
+  t1.steps.push_back(makeStep(OpKind::recv, BufferKind::input, 1, BufferKind::input, 1));
+  a.ranks[1].threadblocks = {t1};
+  return a;
+}
+
+TEST(InterpreterAliasing, InPlacePlanReadsFirstUsesFromTheInputAndLaterOnesFromTheOutput) {
+  const ir::Algorithm a = readAfterWritePlan();
+  const std::size_t chunk = 5000, count = 3 * chunk;
+  std::vector<std::vector<float>> in(2), out(2, std::vector<float>(count, -1));
+  for (int r = 0; r < 2; ++r)
+    for (std::size_t i = 0; i < count; ++i)
+      in[r].push_back(static_cast<float>(r + 1 + i % 7));
+  const auto original = in;
+  runAll(a, in, out, count, false);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(in[r], original[r]) << "rank " << r << "'s input was modified";
+    for (std::size_t i = 0; i < count; ++i) {
+      const float in0 = original[0][i], in1 = original[1][i];
+      const float want = i < chunk       ? in0 + in1        // the sum, sent back
+                         : i < 2 * chunk ? in1 + 2 * in0    // rank 1's sum plus rank 0's input
+                                         : original[r][i];  // untouched: the rank's input
+      ASSERT_EQ(out[r][i], want) << "rank " << r << " [" << i << "]";
+    }
   }
 }
 
