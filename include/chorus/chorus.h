@@ -135,7 +135,9 @@ class Communicator {
 // read it in place) instead of through the kernel or a slot. Any communicator recognises it by
 // address (no registration call); plain memory works everywhere too, only slower. memAlloc
 // throws OptionError for 0 bytes and CommError when the memory cannot be had; memFree takes
-// exactly a pointer memAlloc returned (nullptr is ignored), once, with no call using it.
+// exactly a pointer memAlloc returned (nullptr is ignored), once, with no call using it. The
+// memory is a shared mapping: a child forked after memAlloc shares it with its parent (heap
+// memory would be copied on write).
 void* memAlloc(std::size_t bytes);
 void memFree(void* ptr);
 

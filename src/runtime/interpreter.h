@@ -38,9 +38,10 @@ struct PlanFacts {
   std::vector<transport::Fifo*> recvFifos;  // per threadblock, nullptr if it does not receive
   std::size_t maxCount = 1;                 // largest count of a sending or receiving step
   std::size_t slotBytes = 0;                // smallest slot of those FIFOs
-  // Some rank reduces received data. Messages then never go by reference: copying them out of
-  // the sender's memory in the kernel and reducing from a bounce buffer measured slower than
-  // reducing straight from a slot (docs/performance.md).
+  // Some rank reduces received data. Messages then go by reference only where that always
+  // saves a copy (tcp, registered memory a peer maps): copying them out of the sender's memory
+  // in the kernel and reducing from a bounce buffer measured slower than reducing straight
+  // from a slot (docs/performance.md).
   bool reduces = false;
   // Per ir::BufferKind: this rank never reads the buffer after writing it, so a streaming call
   // may write it with non-temporal stores (an in-place plan's buffers are one, and are read).

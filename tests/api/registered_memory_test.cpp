@@ -3,6 +3,8 @@
 // mapping of the sender's memory (ShmFifo::remoteData). Buffers start one element into an
 // allocation and counts are odd; every element is checked, in place and out of place.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -96,6 +98,51 @@ TEST(PeerMapping, MappingANewAllocationDropsTheMappingsOfFreedOnes) {
   ASSERT_NE(secondMapping, nullptr);
   EXPECT_TRUE(firstMapping.expired()) << "the freed allocation is still mapped";
   memFree(second);
+}
+
+TEST(RegisteredBuffer, FallsBackToTheHeapWhenNoMemfdCanBeHad) {
+  // In a child with no descriptor left: memAlloc fails with a CommError naming memfd_create,
+  // and the runtime's buffers still work, on the heap.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The lowest free descriptor number as the limit: no new descriptor can be had.
+    const int lowestFree = ::dup(0);
+    ::close(lowestFree);
+    rlimit limit{static_cast<rlim_t>(lowestFree), static_cast<rlim_t>(lowestFree)};
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    int code = 0;
+    try {
+      memAlloc(4096);
+      code = 1;  // it should have failed
+    } catch (const CommError& e) {
+      if (std::string(e.what()).find("memfd_create failed") == std::string::npos) code = 2;
+    }
+    transport::RegisteredBuffer buffer;
+    std::uint8_t* p = buffer.reserve(100000);
+    if (p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 4096 != 0) code = 3;
+    std::memset(p, 1, 100000);
+    if (transport::findRegistered(reinterpret_cast<std::uintptr_t>(p), 1).has_value()) code = 4;
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: memAlloc worked, 2: wrong message, 3: no buffer, "
+                                       "4: heap buffer registered";
+}
+
+TEST(RegisteredBuffer, GrowsInRegisteredMemory) {
+  transport::RegisteredBuffer buffer;
+  EXPECT_EQ(buffer.reserve(0), nullptr) << "nothing asked for, nothing allocated";
+  std::uint8_t* small = buffer.reserve(1000);
+  ASSERT_NE(small, nullptr);
+  EXPECT_TRUE(transport::findRegistered(reinterpret_cast<std::uintptr_t>(small), 1000));
+  EXPECT_EQ(buffer.reserve(60000), small) << "within the first 64 KiB";
+  std::uint8_t* large = buffer.reserve(1 << 20);
+  const auto range = transport::findRegistered(reinterpret_cast<std::uintptr_t>(large), 1 << 20);
+  ASSERT_TRUE(range.has_value());
+  EXPECT_EQ(range->bytes, std::uint64_t{1} << 20);
 }
 
 struct Case {

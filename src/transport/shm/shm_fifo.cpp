@@ -36,10 +36,10 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
 }  // namespace
 
 // Segment layout: this header, then `slots` SlotMeta (one cache line each), `slots`
-// SlotMapping, then the payloads,
-// each starting on a 4096-byte boundary. tail = slots released by the receiver, on its own
-// cache line. The sending end publishes its pid and the address of senderProbeWord; the
-// receiving end says whether it could read that word (single copy), on a line of their own.
+// SlotMapping, then the payloads, each starting on a 4096-byte boundary. tail = slots released
+// by the receiver, on its own cache line. The sending end publishes its pid and the address of
+// senderProbeWord; the receiving end says whether it could read that word (single copy), on a line
+// of their own.
 struct ShmFifo::Control {
   std::atomic<std::uint64_t> magic;
   std::uint32_t version;
