@@ -11,10 +11,12 @@ namespace {
 
 void submit(Communicator::Impl& impl, const api::CollectiveCall& call) {
   api::PreparedCollective prepared = impl.prepare(call);
-  if (api::groupActive())
+  if (api::groupActive()) {
+    impl.retain(prepared);
     api::enqueueCall(&impl, std::move(prepared));
-  else
+  } else {
     impl.run(prepared);
+  }
 }
 
 void submit(Communicator::Impl& impl, const api::P2pCall& call) {

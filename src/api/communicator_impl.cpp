@@ -1,6 +1,5 @@
 #include "api/communicator_impl.h"
 
-#include <charconv>
 #include <cstring>
 #include <limits>
 
@@ -64,36 +63,11 @@ bool isInPlace(const CollectiveCall& c, int rank) {
   }
 }
 
-// "allreduce #12 (count 1024 float32 sum, plan allreduce.ring)", the text each rank publishes
-// for its peers' error messages, built without allocating (it is made on every call).
-class CallText {
- public:
-  CallText(const PreparedCollective& p, std::uint64_t sequence) {
-    const api::CallShape& shape = *p.shape;
-    append(shape.name);
-    append(" #");
-    char digits[24];
-    append({digits, static_cast<std::size_t>(
-                        std::to_chars(digits, digits + sizeof digits, sequence).ptr - digits)});
-    append(" ");
-    append(shape.details);
-  }
-  std::string_view view() const { return {text_, size_}; }
-  std::string str() const { return std::string(view()); }
-
- private:
-  void append(std::string_view part) {
-    const std::size_t n = std::min(part.size(), sizeof text_ - size_);
-    std::memcpy(text_ + size_, part.data(), n);
-    size_ += n;
-  }
-
-  char text_[256];
-  std::size_t size_ = 0;
-};
-
+// "allreduce #12 (count 1024 float32 sum, plan allreduce.ring)": the call as peers see it.
 std::string describeCall(const PreparedCollective& p, std::uint64_t sequence) {
-  return CallText(p, sequence).str();
+  char text[transport::kMaxCallTextBytes];
+  return std::string(text, transport::formatNumberedCall(text, sizeof text, p.shape->name, sequence,
+                                                         p.shape->details));
 }
 
 std::string describeShape(const CollectiveCall& c, bool inPlace, const runtime::Plan& plan) {
@@ -118,7 +92,7 @@ std::uint64_t tagBaseOf(const CollectiveCall& c, const runtime::Plan& plan) {
 }
 
 std::uint64_t tagOf(const PreparedCollective& p, std::uint64_t sequence) {
-  return api::CallTag().add(p.shape->tagBase).add(sequence).value();
+  return api::CallTag::numbered(p.shape->tagBase, sequence);
 }
 
 }  // namespace
@@ -177,7 +151,9 @@ api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& c
                                   rank_, name, call.root, size_));
   const std::size_t elemSize = runtime::dataTypeSize(call.type);
   const std::size_t blocks = sizeBlocks(call.kind, size_);
-  if (call.count > std::numeric_limits<std::size_t>::max() / 2 / elemSize / blocks)
+  std::size_t bytes = 0;  // no division: this runs on every call
+  if (__builtin_mul_overflow(call.count, elemSize * blocks, &bytes) ||
+      bytes > std::numeric_limits<std::size_t>::max() / 2)
     throw OptionError(fmt::format(
         "rank {}: {}: count {} of {} is too large: the buffer of {} x {} elements overflows the "
         "address space",
@@ -206,50 +182,71 @@ api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& c
   p.request.root = p.call.root;
   p.request.inPlace = isInPlace(call, rank_);
   p.request.count = call.count;
-  p.request.bytes = call.count * elemSize * blocks;
+  p.request.bytes = bytes;
   p.request.type = call.type;
-  const auto key =
-      std::make_tuple(static_cast<int>(call.kind), p.request.inPlace, call.count,
-                      static_cast<int>(call.type), static_cast<int>(p.call.op), p.call.root);
-  {
-    std::lock_guard lock(stateMutex_);
-    if (auto found = shapes_.find(key); found != shapes_.end()) {
-      p.shape = found->second;
+  const api::ShapeKey key{static_cast<int>(call.kind), p.request.inPlace,           call.count,
+                          static_cast<int>(call.type), static_cast<int>(p.call.op), p.call.root};
+  for (const auto& [recentKey, recentShape] : recentShapes_)
+    if (recentShape && recentKey == key) {
+      p.shape = recentShape.get();
       return p;
     }
+  std::shared_ptr<const api::CallShape> shape;
+  if (auto found = shapes_.find(key); found != shapes_.end()) {
+    shape = found->second;
+  } else {
+    shape = makeShape(p);
+    if (shapes_.size() >= kMaxCallShapes) shapes_.clear();
+    shapes_.emplace(key, shape);
   }
+  p.shape = shape.get();
+  recentShapes_[nextRecentShape_] = {key, std::move(shape)};
+  nextRecentShape_ = (nextRecentShape_ + 1) % kRecentShapes;
+  return p;
+}
+
+std::shared_ptr<const api::CallShape> Communicator::Impl::makeShape(
+    const api::PreparedCollective& p) {
+  const api::CollectiveCall& call = p.call;
+  const std::string_view name = ir::collectiveName(call.kind);
   auto shape = std::make_shared<api::CallShape>();
   shape->plan = plans_->select(p.request);
   CHORUS_INTERNAL_ASSERT(shape->plan.algorithm != nullptr, "plan provider returned no algorithm");
   const ir::Algorithm& a = *shape->plan.algorithm;
-  if (a.nranks != size_ || a.collective != call.kind ||
-      (rooted(call.kind) && a.root != p.call.root))
+  if (a.nranks != size_ || a.collective != call.kind || (rooted(call.kind) && a.root != call.root))
     throw OptionError(fmt::format(
         "rank {}: {}: the selected plan '{}' ({}) is a {} for {} ranks{}, not a {} for {} "
         "ranks{}; fix the plan file or the CHORUS_ALGO override",
         rank_, name, shape->plan.name, shape->plan.source, ir::collectiveName(a.collective),
         a.nranks, rooted(a.collective) ? fmt::format(" with root {}", a.root) : std::string(), name,
-        size_, rooted(call.kind) ? fmt::format(" with root {}", p.call.root) : std::string()));
+        size_, rooted(call.kind) ? fmt::format(" with root {}", call.root) : std::string()));
   shape->name = std::string(name);
-  shape->details = describeShape(p.call, p.request.inPlace, shape->plan);
-  shape->tagBase = tagBaseOf(p.call, shape->plan);
+  shape->details = describeShape(call, p.request.inPlace, shape->plan);
+  shape->tagBase = tagBaseOf(call, shape->plan);
   static std::atomic<std::uint64_t> planKeys{0};
   shape->planKey = ++planKeys;
-  p.shape = shape;
-  std::lock_guard lock(stateMutex_);
-  if (shapes_.size() >= kMaxCallShapes) shapes_.clear();
-  shapes_.emplace(key, std::move(shape));
-  return p;
+  return shape;
+}
+
+void Communicator::Impl::retain(api::PreparedCollective& prepared) const {
+  for (const auto& recent : recentShapes_)
+    if (recent.second.get() == prepared.shape) {
+      prepared.owner = recent.second;
+      return;
+    }
+  CHORUS_INTERNAL_ASSERT(false, "retain() of a call prepared before the latest prepare()");
 }
 
 void Communicator::Impl::run(const api::PreparedCollective& prepared) {
   requireHealthy(ir::collectiveName(prepared.call.kind), true);
-  const std::uint64_t sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
-  if (lastShapeSeen_.load(std::memory_order_relaxed) != prepared.shape.get()) {
+  // One thread issues calls, so a load and a store (no locked add) take the number; other
+  // threads only read it (sequence()).
+  const std::uint64_t sequence = sequence_.load(std::memory_order_relaxed);
+  sequence_.store(sequence + 1, std::memory_order_relaxed);
+  if (lastPlanKey_.load(std::memory_order_relaxed) != prepared.shape->planKey) {
     std::lock_guard lock(stateMutex_);
     lastPlan_ = {prepared.plan().name, prepared.plan().source};
-    lastShape_ = prepared.shape;
-    lastShapeSeen_.store(prepared.shape.get(), std::memory_order_relaxed);
+    lastPlanKey_.store(prepared.shape->planKey, std::memory_order_relaxed);
   }
   try {
     execute(prepared, sequence);
@@ -282,11 +279,10 @@ void Communicator::Impl::run(const api::PreparedCollective& prepared) {
 
 void Communicator::Impl::execute(const api::PreparedCollective& p, std::uint64_t sequence) {
   const CollectiveCall& c = p.call;
-  const CallText description(p, sequence);
-  connections().publishCall(description.view());
+  connections().publishNumberedCall(p.shape->planKey, p.shape->name, sequence, p.shape->details);
   if (logEnabled(LogLevel::trace))
     logLine(LogLevel::trace,
-            fmt::format("rank {}: {} from {}", rank_, description.view(), p.plan().source));
+            fmt::format("rank {}: {} from {}", rank_, describeCall(p, sequence), p.plan().source));
 
   runtime::CollectiveArgs args{c.sendbuf, c.recvbuf, c.count, c.type, c.op};
   const std::size_t elemSize = runtime::dataTypeSize(c.type);

@@ -11,7 +11,6 @@
 #include <mutex>
 #include <span>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "api/comm_config.h"
@@ -45,12 +44,25 @@ struct CallShape {
   std::uint64_t planKey = 0;  // unique in the process: lets the interpreter cache plan facts
 };
 
-// A checked call with its plan, ready to run (queued as is inside a group).
+// A checked call with its plan, ready to run. `shape` stays valid until the communicator's next
+// prepare() unless `owner` holds it, which a call queued inside a group needs (retain()).
 struct PreparedCollective {
   CollectiveCall call;
   runtime::PlanRequest request;
-  std::shared_ptr<const CallShape> shape;
+  const CallShape* shape = nullptr;
+  std::shared_ptr<const CallShape> owner;
   const runtime::Plan& plan() const { return shape->plan; }
+};
+
+// What selects a CallShape: collective, in place, count, type, op, root.
+struct ShapeKey {
+  int kind = -1;
+  bool inPlace = false;
+  std::size_t count = 0;
+  int type = 0;
+  int op = 0;
+  int root = 0;
+  auto operator<=>(const ShapeKey&) const = default;
 };
 
 // One send or receive.
@@ -102,6 +114,10 @@ struct Communicator::Impl {
   // Checks the arguments (OptionError) and that the communicator is healthy (CommError), then
   // selects the plan. Touches no peer, so a failure here leaves the communicator usable.
   api::PreparedCollective prepare(const api::CollectiveCall& call);
+  // Selects the plan of a shape prepare() has not seen and builds its texts and tag base.
+  std::shared_ptr<const api::CallShape> makeShape(const api::PreparedCollective& prepared);
+  // Makes `prepared` own its shape, so it may run after later prepare() calls (groups).
+  void retain(api::PreparedCollective& prepared) const;
   // Runs a prepared call: takes the next sequence number, publishes the call and executes the
   // plan. Any failure fails the communicator and its group, then is rethrown.
   void run(const api::PreparedCollective& prepared);
@@ -143,9 +159,13 @@ struct Communicator::Impl {
   const api::ResolvedConfig config_;
   runtime::Workspace workspace_;
   std::vector<std::uint8_t> spare_;  // stands in for buffers NCCL ignores (non-root sides)
-  // prepare()'s memo of call shapes (bounded; cleared when full). Guarded by stateMutex_.
-  std::map<std::tuple<int, bool, std::size_t, int, int, int>, std::shared_ptr<const api::CallShape>>
-      shapes_;
+  // prepare()'s memo of call shapes (bounded; cleared when full), used by the calling thread
+  // only (one thread at a time issues calls). The few shapes used last come first, without a
+  // map lookup: the small-call path (docs/performance.md).
+  std::map<api::ShapeKey, std::shared_ptr<const api::CallShape>> shapes_;
+  static constexpr std::size_t kRecentShapes = 4;
+  std::pair<api::ShapeKey, std::shared_ptr<const api::CallShape>> recentShapes_[kRecentShapes];
+  std::size_t nextRecentShape_ = 0;
 
   std::atomic<std::uint64_t> sequence_{0};
   std::vector<std::uint64_t> sendSequence_;  // per peer: messages sent to it so far
@@ -153,14 +173,13 @@ struct Communicator::Impl {
 
   // Set (after failure_) once the communicator has failed: calls check it without the lock.
   std::atomic<bool> failed_{false};
-  // The shape lastPlan_ describes, to skip the lock while calls repeat a shape.
-  std::atomic<const api::CallShape*> lastShapeSeen_{nullptr};
+  // The CallShape::planKey lastPlan_ describes, to skip the lock while calls repeat a shape.
+  std::atomic<std::uint64_t> lastPlanKey_{0};
 
   mutable std::mutex stateMutex_;  // guards the members below
   std::string failure_;
   api::FailureOrigin origin_ = api::FailureOrigin::none;
   PlanInfo lastPlan_;
-  std::shared_ptr<const api::CallShape> lastShape_;  // the shape lastPlan_ describes
 };
 
 }  // namespace chorus

@@ -123,7 +123,8 @@ class RankExecutor {
         connections_(connections),
         options_(options),
         program_(algorithm.ranks.at(rank)) {
-    Workspace& workspace = options.workspace ? *options.workspace : ownWorkspace_;
+    if (options.workspace == nullptr) ownWorkspace_ = std::make_unique<Workspace>();
+    Workspace& workspace = options.workspace ? *options.workspace : *ownWorkspace_;
     workspace_ = &workspace;
     mem_.staged = workspace.buffers;
     facts_ = &workspace.facts;
@@ -131,6 +132,8 @@ class RankExecutor {
     if (!cached_) {
       facts_->key = 0;
       facts_->collective = ir::collectiveOf(algorithm);
+      for (auto kind : {ir::BufferKind::input, ir::BufferKind::output})
+        facts_->home[bufferSlot(kind)] = facts_->collective->canonical(rank, {kind, 0});
       facts_->aliasedAtChunk = -1;
       facts_->firstUsesAtChunk = -1;
     }
@@ -147,16 +150,28 @@ class RankExecutor {
 
  private:
   // ---- memory ------------------------------------------------------------------------------
+  // Where chunk 0 of the input or output lies (PlanFacts::home).
+  ir::Location home(ir::BufferKind kind) const { return facts_->home[bufferSlot(kind)]; }
+
   void prepareMemory() {
     mem_.elemSize = dataTypeSize(args_.type);
-    const std::size_t q = ir::chunksPerBlock(a_);
-    const std::size_t count = args_.count;
-    mem_.chunkElems = (count + q - 1) / q;
-    const bool divisible = count % q == 0;
+    PlanFacts::Geometry& g = facts_->geometry;
+    if (!cached_ || g.count != args_.count || g.elemSize != mem_.elemSize) {
+      const std::size_t q = ir::chunksPerBlock(a_);
+      g.count = args_.count;
+      g.elemSize = mem_.elemSize;
+      g.chunkElems = (g.count + q - 1) / q;
+      g.divisible = g.count % q == 0;
+      g.inBytes = elements(collective_->inputChunks(rank_)) * mem_.elemSize;
+      g.outBytes = elements(collective_->outputChunks(rank_)) * mem_.elemSize;
+      g.tileElems = 0;
+    }
+    mem_.chunkElems = g.chunkElems;
+    const bool divisible = g.divisible;
+    const std::size_t inBytes = g.inBytes;
+    const std::size_t outBytes = g.outBytes;
     auto* userIn = static_cast<std::uint8_t*>(const_cast<void*>(args_.input));
     auto* userOut = static_cast<std::uint8_t*>(args_.output);
-    const std::size_t inBytes = elements(collective_->inputChunks(rank_)) * mem_.elemSize;
-    const std::size_t outBytes = elements(collective_->outputChunks(rank_)) * mem_.elemSize;
     mem_.callBytes = std::max(inBytes, outBytes);
     mem_.streaming =
         options_.streamingCallBytes != 0 && mem_.callBytes >= options_.streamingCallBytes;
@@ -165,7 +180,7 @@ class RankExecutor {
     bool aliasOk = true;
     if (a_.inPlace) {
       for (auto kind : {ir::BufferKind::input, ir::BufferKind::output}) {
-        const auto c = collective_->canonical(rank_, {kind, 0});
+        const auto c = home(kind);
         if (c.buffer == kind) continue;
         std::uint8_t* self = kind == ir::BufferKind::input ? userIn : userOut;
         std::uint8_t* other = c.buffer == ir::BufferKind::input ? userIn : userOut;
@@ -189,7 +204,7 @@ class RankExecutor {
     }
     // Aliased-away buffers point into their canonical buffer.
     for (auto kind : {ir::BufferKind::input, ir::BufferKind::output}) {
-      const auto c = collective_->canonical(rank_, {kind, 0});
+      const auto c = home(kind);
       if (c.buffer != kind)
         mem_.base[bufferSlot(kind)] =
             mem_.base[bufferSlot(c.buffer)] + c.index * mem_.chunkElems * mem_.elemSize;
@@ -206,8 +221,8 @@ class RankExecutor {
   bool moveInputHome(std::uint8_t*& userIn, std::size_t inBytes, std::uint8_t* userOut,
                      std::size_t outBytes) {
     std::size_t offset = 0;  // where the input starts inside the output, in chunks
-    const auto in = collective_->canonical(rank_, {ir::BufferKind::input, 0});
-    const auto out = collective_->canonical(rank_, {ir::BufferKind::output, 0});
+    const auto in = home(ir::BufferKind::input);
+    const auto out = home(ir::BufferKind::output);
     if (in.buffer == ir::BufferKind::output)
       offset = in.index;  // input inside output
     else if (out.buffer != ir::BufferKind::input || out.index != 0)
@@ -239,11 +254,11 @@ class RankExecutor {
     f.firstUsesAtChunk = at;
     f.firstUsesFromInput = false;
     const int chunks = collective_->inputChunks(rank_);
-    const auto home = collective_->canonical(rank_, {ir::BufferKind::input, 0}).buffer;
+    const auto inputBuffer = home(ir::BufferKind::input).buffer;
     // The canonical chunk a buffer reference lands on, or -1 outside the input's chunks.
     auto inputChunk = [&](ir::BufferKind kind, int index) {
       const auto c = collective_->canonical(rank_, {kind, index});
-      return c.buffer == home && c.index >= at && c.index < at + chunks ? c.index - at : -1;
+      return c.buffer == inputBuffer && c.index >= at && c.index < at + chunks ? c.index - at : -1;
     };
     const auto& tbs = program_.threadblocks;
     std::vector<int> owner(static_cast<std::size_t>(chunks), -1);  // the one tb touching it
@@ -343,7 +358,7 @@ class RankExecutor {
     const std::size_t blockBytes = args_.count * mem_.elemSize;
     const std::size_t paddedBlockBytes = q * mem_.chunkElems * mem_.elemSize;
     for (auto kind : {ir::BufferKind::input, ir::BufferKind::output}) {
-      if (collective_->canonical(rank_, {kind, 0}).buffer != kind) continue;
+      if (home(kind).buffer != kind) continue;
       const int chunks = kind == ir::BufferKind::input ? collective_->inputChunks(rank_)
                                                        : collective_->outputChunks(rank_);
       const std::size_t bytes = static_cast<std::size_t>(chunks) * mem_.chunkElems * mem_.elemSize;
@@ -353,7 +368,7 @@ class RankExecutor {
     // The user's input lands where the (canonical) input lives, block by block.
     if (userIn == nullptr) return;
     const std::size_t blocks = static_cast<std::size_t>(collective_->inputChunks(rank_)) / q;
-    const auto c = collective_->canonical(rank_, {ir::BufferKind::input, 0});
+    const auto c = home(ir::BufferKind::input);
     std::uint8_t* dst = mem_.base[bufferSlot(c.buffer)] + c.index * mem_.chunkElems * mem_.elemSize;
     for (std::size_t b = 0; b < blocks; ++b)
       std::memcpy(dst + b * paddedBlockBytes, userIn + b * blockBytes, blockBytes);
@@ -407,11 +422,16 @@ class RankExecutor {
       task.sendSavesCopy = task.send && task.send->remoteSavesACopy();
     }
     // Every rank derives the same tile from the whole algorithm and the transport's slot size.
-    const std::size_t slotBytes =
-        std::min(facts_->slotBytes ? facts_->slotBytes : std::size_t{1} << 20, messageCap());
-    tileElems_ = std::max<std::size_t>(1, slotBytes / (facts_->maxCount * mem_.elemSize));
-    tileElems_ = std::min(tileElems_, mem_.chunkElems);
-    iterations_ = (mem_.chunkElems + tileElems_ - 1) / tileElems_;
+    PlanFacts::Geometry& g = facts_->geometry;
+    if (g.tileElems == 0) {
+      const std::size_t slotBytes =
+          std::min(facts_->slotBytes ? facts_->slotBytes : std::size_t{1} << 20, messageCap());
+      g.tileElems = std::max<std::size_t>(1, slotBytes / (facts_->maxCount * mem_.elemSize));
+      g.tileElems = std::min(g.tileElems, mem_.chunkElems);
+      g.iterations = (mem_.chunkElems + g.tileElems - 1) / g.tileElems;
+    }
+    tileElems_ = g.tileElems;
+    iterations_ = g.iterations;
   }
 
   // `n` fresh task states in the workspace's storage (grown when too small).
@@ -466,6 +486,9 @@ class RankExecutor {
         if (fifo)
           f.slotBytes = f.slotBytes ? std::min(f.slotBytes, fifo->slotBytes()) : fifo->slotBytes();
     }
+    f.ranksOnThisHost = connections_.ranksOnThisHost();
+    f.progressThreads = connections_.progressThreads();
+    f.geometry.tileElems = 0;  // derived again from this plan's slots and counts
     f.key = options_.planKey;
   }
 
@@ -481,9 +504,10 @@ class RankExecutor {
   }
 
   void runWorkers() {
-    unfinished_ = 0;
+    std::size_t unfinished = 0;
     for (const auto& task : tasks_)
-      unfinished_ += task.done ? 0 : 1;
+      unfinished += task.done ? 0 : 1;
+    unfinished_.store(unfinished, std::memory_order_relaxed);
     const int workers = workerCount();
     WorkerEnd end = WorkerEnd::finished;
     if (workers == 1) {
@@ -533,13 +557,15 @@ class RankExecutor {
     const bool primary = w == 0;
     // Read the clock only once the call has to wait (most small calls never do).
     std::chrono::steady_clock::time_point deadline{};
-    IdleBackoff backoff(connections_.ranksOnThisHost() * (n + connections_.progressThreads()));
+    IdleBackoff backoff(facts_->ranksOnThisHost * (n + facts_->progressThreads));
     std::size_t mine = 0;
     for (std::size_t t = static_cast<std::size_t>(w); t < tasks_.size(); t += n)
       mine += tasks_[t].done ? 0 : 1;
     // The primary also waits until every message this rank sent by reference has settled: the
     // buffers are the caller's again once the call returns.
-    while (primary ? unfinished_.load(std::memory_order_acquire) > 0 || !ledger_.settle()
+    // Alone (n == 1), this thread's count is the whole count: no atomic updates per task.
+    while (primary ? (n == 1 ? mine > 0 : unfinished_.load(std::memory_order_acquire) > 0) ||
+                         !ledger_.settle()
                    : mine > 0) {
       bool progressed = false;
       for (std::size_t t = static_cast<std::size_t>(w); t < tasks_.size(); t += n) {
@@ -549,7 +575,7 @@ class RankExecutor {
           progressed = true;
           if (task.done) {
             --mine;
-            unfinished_.fetch_sub(1, std::memory_order_acq_rel);
+            if (n > 1) unfinished_.fetch_sub(1, std::memory_order_acq_rel);
           }
         }
       }
@@ -878,7 +904,7 @@ class RankExecutor {
   transport::ConnectionSet& connections_;
   const ExecOptions& options_;
   const ir::RankProgram& program_;
-  Workspace ownWorkspace_;
+  std::unique_ptr<Workspace> ownWorkspace_;  // when the caller gives none
   PlanFacts* facts_ = nullptr;
   bool cached_ = false;  // facts_ came from an earlier call of the same plan
   const ir::Collective* collective_ = nullptr;

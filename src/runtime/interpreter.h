@@ -62,6 +62,23 @@ struct PlanFacts {
   bool firstUsesFromInput = false;
   std::vector<std::vector<char>> readsInput;
   std::vector<int> unwrittenInputChunks;
+  // What a call's element count and type fix, derived once per (count, elemSize): the chunk
+  // size, the buffer sizes and the tiling. `count` is SIZE_MAX until derived.
+  struct Geometry {
+    std::size_t count = SIZE_MAX;
+    std::size_t elemSize = 0;
+    std::size_t chunkElems = 0;
+    bool divisible = false;
+    std::size_t inBytes = 0;
+    std::size_t outBytes = 0;
+    std::size_t tileElems = 0;  // 0 until prepareTasks derives it
+    std::size_t iterations = 0;
+  } geometry;
+  // Where chunk 0 of this rank's input and output lies (Collective::canonical), by BufferKind.
+  ir::Location home[2];
+  // connections.ranksOnThisHost() and progressThreads(), for the idle backoff.
+  int ranksOnThisHost = 1;
+  int progressThreads = 0;
   // Per threadblock: its only receiving step, when that step only lands messages (recv,
   // recvCopySend) in chunks no other step of this rank touches (but the steps after it in its
   // threadblock), so its later tiles may be posted ahead (Fifo::postRecv); else -1.

@@ -3,6 +3,7 @@
 // rank's current call so a mismatch can be reported by name.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -11,6 +12,14 @@
 #include "transport/fifo.h"
 
 namespace chorus::transport {
+
+// Published call texts are cut to this many bytes.
+inline constexpr std::size_t kMaxCallTextBytes = 256;
+
+// Writes "<name> #<number> <details>" (publishNumberedCall()) into `out`, cut to `capacity`
+// bytes; returns its length.
+std::size_t formatNumberedCall(char* out, std::size_t capacity, std::string_view name,
+                               std::uint64_t number, std::string_view details);
 
 class ConnectionSet {
  public:
@@ -34,6 +43,12 @@ class ConnectionSet {
   // Records what this rank is running now, e.g. "allreduce #12 (count 1024 float32 sum)", for
   // peers' error messages. At most 200 bytes are kept.
   virtual void publishCall(std::string_view description) = 0;
+  // The same for call number `number` of a collective: peers read "<name> #<number> <details>".
+  // Consecutive calls passing the same non-zero `shapeKey` pass the same name and details, so a
+  // transport may store the number alone (this runs on every collective call). The default
+  // formats the text and calls publishCall(description).
+  virtual void publishNumberedCall(std::uint64_t shapeKey, std::string_view name,
+                                   std::uint64_t number, std::string_view details);
   // The description `peer` published last ("" if none).
   virtual std::string peerCall(int peer) const = 0;
   // Threads the transport runs per rank besides the caller's (tcp's progress thread), so

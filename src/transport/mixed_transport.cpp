@@ -57,6 +57,11 @@ class MixedConnections final : public ConnectionSet {
     if (local_) local_->publishCall(description);
     remote_->publishCall(description);
   }
+  void publishNumberedCall(std::uint64_t shapeKey, std::string_view name, std::uint64_t number,
+                           std::string_view details) override {
+    if (local_) local_->publishNumberedCall(shapeKey, name, number, details);
+    remote_->publishNumberedCall(shapeKey, name, number, details);
+  }
   std::vector<int> hostOfRank() const override { return hostOfRank_; }
   int ranksOnThisHost() const override {
     return local_ ? local_->nranks() : remote_->ranksOnThisHost();

@@ -265,6 +265,34 @@ TEST_P(CollectivesTest, SeveralCollectivesOfOneRankInOneGroupRunInOrder) {
       ASSERT_TRUE(bcast[r].holds(i, rankSum + nranks_ * static_cast<long>(i))) << r << " " << i;
 }
 
+TEST_P(CollectivesTest, AGroupOfMoreShapesThanRecentlyUsedOnesKeepsEachCallsPlan) {
+  // Each queued call holds its shape although later calls of the group push it out of the
+  // communicator's few recent shapes (and, past 256, its memo) before any of them runs.
+  constexpr int kCalls = 300;
+  std::vector<std::vector<Buffer>> data(static_cast<std::size_t>(nranks_));
+  for (int r = 0; r < nranks_; ++r)
+    for (int k = 0; k < kCalls; ++k) {
+      Buffer& b = data[r].emplace_back(DataType::int32, static_cast<std::size_t>(k + 1));
+      for (int i = 0; i <= k; ++i)
+        b.set(static_cast<std::size_t>(i), r * 100 + k + i);
+    }
+  apitest::inGroup(nranks_, [&](int r) {
+    for (int k = 0; k < kCalls; ++k)
+      comms_[static_cast<std::size_t>(r)].allReduce(data[r][k].data(), data[r][k].data(),
+                                                    static_cast<std::size_t>(k + 1),
+                                                    DataType::int32, ReduceOp::sum);
+  });
+  const long rankSum = 100L * nranks_ * (nranks_ - 1) / 2;
+  for (int r = 0; r < nranks_; ++r)
+    for (int k = 0; k < kCalls; ++k)
+      for (int i = 0; i <= k; ++i)
+        ASSERT_TRUE(data[r][k].holds(static_cast<std::size_t>(i),
+                                     rankSum + static_cast<long>(nranks_) * (k + i)))
+            << r << " " << k << " " << i;
+  for (const auto& c : comms_)
+    EXPECT_EQ(c.sequence(), static_cast<std::uint64_t>(kCalls));
+}
+
 INSTANTIATE_TEST_SUITE_P(RanksAndDrive, CollectivesTest,
                          ::testing::Combine(::testing::Values(2, 3, 4),
                                             ::testing::Values(Drive::group, Drive::threads)),

@@ -305,6 +305,38 @@ TEST_F(ShmTransportTest, AbortAndPublishedCallsReachTheOtherProcess) {
   EXPECT_EQ(child.join(), "");
 }
 
+TEST_F(ShmTransportTest, NumberedCallsStoreTheirTextOncePerShapeAndReadWhole) {
+  Child child([&] {
+    auto connections = connect(1);
+    connections->publishNumberedCall(5, "allreduce", 7, "(count 3 float32 sum)");
+    connections->publishNumberedCall(5, "allreduce", 8, "(count 3 float32 sum)");
+    signal("shape-5");
+    await("read-5");
+    connections->publishNumberedCall(6, "allgather", 9, "(count 4 int32)");
+    signal("shape-6");
+    await("read-6");
+    connections->publishCall("p2p: send 4 B to rank 0");
+    signal("plain");
+    await("read-plain");
+    connections->publishNumberedCall(6, "allgather", 10, "(count 4 int32)");
+    signal("shape-6-again");
+  });
+  auto connections = connect(0);
+  await("shape-5");
+  EXPECT_EQ(connections->peerCall(1), "allreduce #8 (count 3 float32 sum)");
+  signal("read-5");
+  await("shape-6");
+  EXPECT_EQ(connections->peerCall(1), "allgather #9 (count 4 int32)");
+  signal("read-6");
+  await("plain");
+  EXPECT_EQ(connections->peerCall(1), "p2p: send 4 B to rank 0");
+  signal("read-plain");
+  await("shape-6-again");
+  // The plain text replaced the shape's, so the same shape key stores its text again.
+  EXPECT_EQ(connections->peerCall(1), "allgather #10 (count 4 int32)");
+  EXPECT_EQ(child.join(), "");
+}
+
 TEST_F(ShmTransportTest, PeerThatExitsIsReportedWhileItIsAZombie) {
   Child child([&] {
     auto connections = connect(1);

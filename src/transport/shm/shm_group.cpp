@@ -10,13 +10,14 @@
 #include <fmt/format.h>
 
 #include "support/error.h"
+#include "transport/connections.h"
 
 namespace chorus::transport {
 
 namespace {
 
 constexpr std::uint64_t kGroupMagic = 0x70757267'2d6d6873ull;  // "shm-grup"
-constexpr std::uint32_t kGroupVersion = 1;
+constexpr std::uint32_t kGroupVersion = 2;
 constexpr std::size_t kReasonBytes = 4096 - 128;
 constexpr std::size_t kCallWords = 32;  // 256 bytes of text
 constexpr std::size_t kMaxCallBytes = 200;
@@ -44,6 +45,10 @@ struct alignas(64) ShmGroup::RankRecord {
   std::atomic<std::uint32_t> callSequence;
   std::atomic<std::uint32_t> callBytes;
   std::atomic<std::uint32_t> departed;
+  // publishNumberedCall(): the text is the name and the details back to back, the name's
+  // first callNameBytes bytes; callNumber is the call's number + 1 (0: a plain description).
+  std::atomic<std::uint32_t> callNameBytes;
+  std::atomic<std::uint64_t> callNumber;
   std::atomic<std::uint64_t> callText[kCallWords];
 };
 
@@ -108,6 +113,10 @@ void ShmGroup::abort(std::string_view reason) {
   control_->abortState.store(kComplete, std::memory_order_release);
 }
 
+bool ShmGroup::aborted() const {
+  return control_->abortState.load(std::memory_order_acquire) != kHealthy;
+}
+
 std::string ShmGroup::abortReason() const {
   std::uint32_t state = control_->abortState.load(std::memory_order_acquire);
   if (state == kHealthy) return {};
@@ -123,11 +132,34 @@ std::string ShmGroup::abortReason() const {
 }
 
 void ShmGroup::publishCall(int rank, std::string_view description) {
+  storeCallText(rank, description, description.size());
+  record(rank).callNumber.store(0, std::memory_order_release);
+  publishedShape_ = 0;
+}
+
+void ShmGroup::publishNumberedCall(int rank, std::uint64_t shapeKey, std::string_view name,
+                                   std::uint64_t number, std::string_view details) {
+  RankRecord& r = record(rank);
+  if (shapeKey == 0 || shapeKey != publishedShape_ || publishedRank_ != rank) {
+    char text[kCallWords * 8];
+    const std::size_t nameBytes = std::min(name.size(), sizeof text);
+    const std::size_t detailBytes = std::min(details.size(), sizeof text - nameBytes);
+    std::memcpy(text, name.data(), nameBytes);
+    std::memcpy(text + nameBytes, details.data(), detailBytes);
+    storeCallText(rank, {text, nameBytes + detailBytes}, nameBytes);
+    publishedShape_ = shapeKey;
+  }
+  // The number travels alone: one store per call. A reader may pair it with the text of the
+  // call before for the few nanoseconds in between; peers read it only once a call is stuck.
+  r.callNumber.store(number + 1, std::memory_order_release);
+}
+
+void ShmGroup::storeCallText(int rank, std::string_view text, std::size_t nameBytes) {
   static_assert(kCallWords <= kPublishedWords, "publishCall keeps a copy of every word");
   RankRecord& r = record(rank);
-  const std::size_t bytes = std::min(description.size(), kMaxCallBytes);
+  const std::size_t bytes = std::min(text.size(), kMaxCallBytes);
   std::uint64_t words[kCallWords] = {};
-  std::memcpy(words, description.data(), bytes);
+  std::memcpy(words, text.data(), bytes);
   // Release stores of the text (no fences, which ThreadSanitizer does not model): a reader
   // that sees any new word also sees the odd sequence number stored before it.
   const std::uint32_t sequence = r.callSequence.load(std::memory_order_relaxed);
@@ -140,6 +172,8 @@ void ShmGroup::publishCall(int rank, std::string_view description) {
   }
   publishedRank_ = rank;
   r.callBytes.store(static_cast<std::uint32_t>(bytes), std::memory_order_release);
+  r.callNameBytes.store(static_cast<std::uint32_t>(std::min(nameBytes, bytes)),
+                        std::memory_order_release);
   r.callSequence.store(sequence + 2, std::memory_order_release);
 }
 
@@ -154,10 +188,17 @@ std::string ShmGroup::peerCall(int rank) const {
     }
     const std::size_t bytes =
         std::min<std::size_t>(r.callBytes.load(std::memory_order_acquire), kMaxCallBytes);
+    const std::size_t nameBytes =
+        std::min<std::size_t>(r.callNameBytes.load(std::memory_order_acquire), bytes);
     for (std::size_t w = 0; w < (bytes + 7) / 8; ++w)
       words[w] = r.callText[w].load(std::memory_order_acquire);
-    if (r.callSequence.load(std::memory_order_relaxed) == before)
-      return std::string(reinterpret_cast<const char*>(words), bytes);
+    const std::uint64_t number = r.callNumber.load(std::memory_order_acquire);
+    if (r.callSequence.load(std::memory_order_relaxed) != before) continue;
+    const std::string_view text(reinterpret_cast<const char*>(words), bytes);
+    if (number == 0) return std::string(text);
+    char out[kMaxCallTextBytes];
+    return std::string(out, formatNumberedCall(out, sizeof out, text.substr(0, nameBytes),
+                                               number - 1, text.substr(nameBytes)));
   }
   return {};
 }

@@ -29,11 +29,16 @@ class ShmGroup {
   void abort(std::string_view reason);
   // Empty while healthy, else the first reason. One acquire load while healthy. Thread-safe.
   std::string abortReason() const;
+  // True once abort() has begun. One acquire load.
+  bool aborted() const;
 
   // Stores rank `rank`'s current call (at most 200 bytes kept) under a seqlock. Only the words
   // that differ from what this object last stored are written: consecutive calls usually
   // differ in their sequence number only (it runs on every collective call).
   void publishCall(int rank, std::string_view description);
+  // ConnectionSet::publishNumberedCall(): while the shape repeats, one store of the number.
+  void publishNumberedCall(int rank, std::uint64_t shapeKey, std::string_view name,
+                           std::uint64_t number, std::string_view details);
   // Rank `rank`'s last published call; never torn ("" if none or if its writer died mid-way).
   std::string peerCall(int rank) const;
 
@@ -45,6 +50,8 @@ class ShmGroup {
   struct Control;
   struct RankRecord;
   RankRecord& record(int rank) const;
+  // Stores the text under the seqlock; its first `nameBytes` bytes are the call's name.
+  void storeCallText(int rank, std::string_view text, std::size_t nameBytes);
 
   ShmSegment segment_;
   Control* control_ = nullptr;
@@ -53,6 +60,7 @@ class ShmGroup {
   static constexpr std::size_t kPublishedWords = 32;
   std::uint64_t published_[kPublishedWords] = {};
   int publishedRank_ = -1;
+  std::uint64_t publishedShape_ = 0;  // the shapeKey of the text stored last (0: none)
 };
 
 }  // namespace chorus::transport

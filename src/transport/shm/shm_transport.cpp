@@ -178,10 +178,14 @@ class ShmConnections final : public ConnectionSet {
     return checkPeers();
   }
 
-  bool aborted() const override { return group_ && !group_->abortReason().empty(); }
+  bool aborted() const override { return group_ && group_->aborted(); }
 
   void publishCall(std::string_view description) override {
     group_->publishCall(rank_, description);
+  }
+  void publishNumberedCall(std::uint64_t shapeKey, std::string_view name, std::uint64_t number,
+                           std::string_view details) override {
+    group_->publishNumberedCall(rank_, shapeKey, name, number, details);
   }
 
   std::string peerCall(int peer) const override {
