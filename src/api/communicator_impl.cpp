@@ -137,10 +137,44 @@ Communicator Communicator::Impl::wrap(std::unique_ptr<Impl> impl) {
 }
 
 api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& call) {
-  const std::string_view name = ir::collectiveName(call.kind);
+  // A shape used lately was checked when it was made, so a repeated call only checks its
+  // buffers and the communicator's health: this runs on every call.
   if (static_cast<std::size_t>(call.type) >= runtime::allDataTypes().size())
     throw OptionError(fmt::format("rank {}: {}: datatype value {} is not a chorus::DataType", rank_,
-                                  name, static_cast<int>(call.type)));
+                                  ir::collectiveName(call.kind), static_cast<int>(call.type)));
+  PreparedCollective p({call.kind, call.sendbuf, call.recvbuf, call.count, call.type,
+                        reduces(call.kind) ? call.op : ReduceOp::sum,
+                        rooted(call.kind) ? call.root : 0});
+  const bool inPlace = isInPlace(call, rank_);
+  const api::ShapeKey key{static_cast<int>(call.kind), inPlace,
+                          call.count,                  static_cast<int>(call.type),
+                          static_cast<int>(p.call.op), p.call.root};
+  for (const auto& [recentKey, recentShape] : recentShapes_)
+    if (recentShape && recentKey == key) {
+      p.shape = recentShape.get();
+      break;
+    }
+  if (p.shape == nullptr) checkShape(call);
+  checkBuffers(p.call);
+  requireHealthy(ir::collectiveName(call.kind), false);
+  if (p.shape != nullptr) return p;
+
+  std::shared_ptr<const api::CallShape> shape;
+  if (auto found = shapes_.find(key); found != shapes_.end()) {
+    shape = found->second;
+  } else {
+    shape = makeShape(p.call, inPlace);
+    if (shapes_.size() >= kMaxCallShapes) shapes_.clear();
+    shapes_.emplace(key, shape);
+  }
+  p.shape = shape.get();
+  recentShapes_[nextRecentShape_] = {key, std::move(shape)};
+  nextRecentShape_ = (nextRecentShape_ + 1) % kRecentShapes;
+  return p;
+}
+
+void Communicator::Impl::checkShape(const api::CollectiveCall& call) const {
+  const std::string_view name = ir::collectiveName(call.kind);
   if (reduces(call.kind) && static_cast<std::size_t>(call.op) >= runtime::allReduceOps().size())
     throw OptionError(fmt::format(
         "rank {}: {}: reduction operator value {} is not a chorus::ReduceOp (sum, prod, min, max, "
@@ -151,66 +185,40 @@ api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& c
                                   rank_, name, call.root, size_));
   const std::size_t elemSize = runtime::dataTypeSize(call.type);
   const std::size_t blocks = sizeBlocks(call.kind, size_);
-  std::size_t bytes = 0;  // no division: this runs on every call
-  if (__builtin_mul_overflow(call.count, elemSize * blocks, &bytes) ||
-      bytes > std::numeric_limits<std::size_t>::max() / 2)
+  if (call.count > std::numeric_limits<std::size_t>::max() / 2 / elemSize / blocks)
     throw OptionError(fmt::format(
         "rank {}: {}: count {} of {} is too large: the buffer of {} x {} elements overflows the "
         "address space",
         rank_, name, call.count, runtime::dataTypeName(call.type), blocks, call.count));
-  if (call.count > 0) {
-    const bool needSend = call.kind != CollectiveKind::broadcast || rank_ == call.root;
-    const bool needRecv = call.kind != CollectiveKind::reduce || rank_ == call.root;
-    if (needSend && call.sendbuf == nullptr)
-      throw OptionError(
-          fmt::format("rank {}: {}: sendbuf is null but count is {}; pass the input "
-                      "buffer",
-                      rank_, name, call.count));
-    if (needRecv && call.recvbuf == nullptr)
-      throw OptionError(
-          fmt::format("rank {}: {}: recvbuf is null but count is {}; pass the output buffer", rank_,
-                      name, call.count));
-  }
-  requireHealthy(name, false);
-
-  PreparedCollective p;
-  p.call = call;
-  if (!reduces(call.kind)) p.call.op = ReduceOp::sum;
-  if (!rooted(call.kind)) p.call.root = 0;
-  p.request.collective = call.kind;
-  p.request.nranks = size_;
-  p.request.root = p.call.root;
-  p.request.inPlace = isInPlace(call, rank_);
-  p.request.count = call.count;
-  p.request.bytes = bytes;
-  p.request.type = call.type;
-  const api::ShapeKey key{static_cast<int>(call.kind), p.request.inPlace,           call.count,
-                          static_cast<int>(call.type), static_cast<int>(p.call.op), p.call.root};
-  for (const auto& [recentKey, recentShape] : recentShapes_)
-    if (recentShape && recentKey == key) {
-      p.shape = recentShape.get();
-      return p;
-    }
-  std::shared_ptr<const api::CallShape> shape;
-  if (auto found = shapes_.find(key); found != shapes_.end()) {
-    shape = found->second;
-  } else {
-    shape = makeShape(p);
-    if (shapes_.size() >= kMaxCallShapes) shapes_.clear();
-    shapes_.emplace(key, shape);
-  }
-  p.shape = shape.get();
-  recentShapes_[nextRecentShape_] = {key, std::move(shape)};
-  nextRecentShape_ = (nextRecentShape_ + 1) % kRecentShapes;
-  return p;
 }
 
-std::shared_ptr<const api::CallShape> Communicator::Impl::makeShape(
-    const api::PreparedCollective& p) {
-  const api::CollectiveCall& call = p.call;
+void Communicator::Impl::checkBuffers(const api::CollectiveCall& call) const {
+  if (call.count == 0) return;
+  const bool needSend = call.kind != CollectiveKind::broadcast || rank_ == call.root;
+  const bool needRecv = call.kind != CollectiveKind::reduce || rank_ == call.root;
+  if (needSend && call.sendbuf == nullptr)
+    throw OptionError(fmt::format("rank {}: {}: sendbuf is null but count is {}; pass the input "
+                                  "buffer",
+                                  rank_, ir::collectiveName(call.kind), call.count));
+  if (needRecv && call.recvbuf == nullptr)
+    throw OptionError(
+        fmt::format("rank {}: {}: recvbuf is null but count is {}; pass the output buffer", rank_,
+                    ir::collectiveName(call.kind), call.count));
+}
+
+std::shared_ptr<const api::CallShape> Communicator::Impl::makeShape(const api::CollectiveCall& call,
+                                                                   bool inPlace) {
   const std::string_view name = ir::collectiveName(call.kind);
+  runtime::PlanRequest request;
+  request.collective = call.kind;
+  request.nranks = size_;
+  request.root = call.root;
+  request.inPlace = inPlace;
+  request.count = call.count;
+  request.bytes = call.count * runtime::dataTypeSize(call.type) * sizeBlocks(call.kind, size_);
+  request.type = call.type;
   auto shape = std::make_shared<api::CallShape>();
-  shape->plan = plans_->select(p.request);
+  shape->plan = plans_->select(request);
   CHORUS_INTERNAL_ASSERT(shape->plan.algorithm != nullptr, "plan provider returned no algorithm");
   const ir::Algorithm& a = *shape->plan.algorithm;
   if (a.nranks != size_ || a.collective != call.kind || (rooted(call.kind) && a.root != call.root))
@@ -221,7 +229,7 @@ std::shared_ptr<const api::CallShape> Communicator::Impl::makeShape(
         a.nranks, rooted(a.collective) ? fmt::format(" with root {}", a.root) : std::string(), name,
         size_, rooted(call.kind) ? fmt::format(" with root {}", call.root) : std::string()));
   shape->name = std::string(name);
-  shape->details = describeShape(call, p.request.inPlace, shape->plan);
+  shape->details = describeShape(call, inPlace, shape->plan);
   shape->tagBase = tagBaseOf(call, shape->plan);
   static std::atomic<std::uint64_t> planKeys{0};
   shape->planKey = ++planKeys;

@@ -47,8 +47,9 @@ struct CallShape {
 // A checked call with its plan, ready to run. `shape` stays valid until the communicator's next
 // prepare() unless `owner` holds it, which a call queued inside a group needs (retain()).
 struct PreparedCollective {
-  CollectiveCall call;
-  runtime::PlanRequest request;
+  PreparedCollective() = default;
+  explicit PreparedCollective(const CollectiveCall& c) : call(c) {}
+  CollectiveCall call;  // op and root normalized (sum, 0) where the collective has none
   const CallShape* shape = nullptr;
   std::shared_ptr<const CallShape> owner;
   const runtime::Plan& plan() const { return shape->plan; }
@@ -115,7 +116,11 @@ struct Communicator::Impl {
   // selects the plan. Touches no peer, so a failure here leaves the communicator usable.
   api::PreparedCollective prepare(const api::CollectiveCall& call);
   // Selects the plan of a shape prepare() has not seen and builds its texts and tag base.
-  std::shared_ptr<const api::CallShape> makeShape(const api::PreparedCollective& prepared);
+  std::shared_ptr<const api::CallShape> makeShape(const api::CollectiveCall& call, bool inPlace);
+  // OptionError for an operator, root or count no call may have.
+  void checkShape(const api::CollectiveCall& call) const;
+  // OptionError for a null buffer the call needs.
+  void checkBuffers(const api::CollectiveCall& call) const;
   // Makes `prepared` own its shape, so it may run after later prepare() calls (groups).
   void retain(api::PreparedCollective& prepared) const;
   // Runs a prepared call: takes the next sequence number, publishes the call and executes the
