@@ -104,6 +104,7 @@ Communicator::Impl::Impl(int rank, int size, api::TransportHandle transport,
       transport_(std::move(transport)),
       plans_(std::move(plans)),
       config_(std::move(config)),
+      traceCalls_(logEnabled(LogLevel::trace)),
       sendSequence_(static_cast<std::size_t>(size), 0),
       recvSequence_(static_cast<std::size_t>(size), 0) {
   CHORUS_INTERNAL_ASSERT(transport_.connections != nullptr, "communicator without connections");
@@ -139,16 +140,16 @@ Communicator Communicator::Impl::wrap(std::unique_ptr<Impl> impl) {
 api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& call) {
   // A shape used lately was checked when it was made, so a repeated call only checks its
   // buffers and the communicator's health: this runs on every call.
-  if (static_cast<std::size_t>(call.type) >= runtime::allDataTypes().size())
+  if (static_cast<std::size_t>(call.type) >= runtime::kDataTypeCount)
     throw OptionError(fmt::format("rank {}: {}: datatype value {} is not a chorus::DataType", rank_,
                                   ir::collectiveName(call.kind), static_cast<int>(call.type)));
   PreparedCollective p({call.kind, call.sendbuf, call.recvbuf, call.count, call.type,
                         reduces(call.kind) ? call.op : ReduceOp::sum,
                         rooted(call.kind) ? call.root : 0});
   const bool inPlace = isInPlace(call, rank_);
-  const api::ShapeKey key{static_cast<int>(call.kind), inPlace,
-                          call.count,                  static_cast<int>(call.type),
-                          static_cast<int>(p.call.op), p.call.root};
+  const api::ShapeKey key{
+      static_cast<int>(call.kind), inPlace,    call.count, static_cast<int>(call.type),
+      static_cast<int>(p.call.op), p.call.root};
   for (const auto& [recentKey, recentShape] : recentShapes_)
     if (recentShape && recentKey == key) {
       p.shape = recentShape.get();
@@ -156,7 +157,7 @@ api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& c
     }
   if (p.shape == nullptr) checkShape(call);
   checkBuffers(p.call);
-  requireHealthy(ir::collectiveName(call.kind), false);
+  requireHealthy(call.kind, false);
   if (p.shape != nullptr) return p;
 
   std::shared_ptr<const api::CallShape> shape;
@@ -197,9 +198,10 @@ void Communicator::Impl::checkBuffers(const api::CollectiveCall& call) const {
   const bool needSend = call.kind != CollectiveKind::broadcast || rank_ == call.root;
   const bool needRecv = call.kind != CollectiveKind::reduce || rank_ == call.root;
   if (needSend && call.sendbuf == nullptr)
-    throw OptionError(fmt::format("rank {}: {}: sendbuf is null but count is {}; pass the input "
-                                  "buffer",
-                                  rank_, ir::collectiveName(call.kind), call.count));
+    throw OptionError(
+        fmt::format("rank {}: {}: sendbuf is null but count is {}; pass the input "
+                    "buffer",
+                    rank_, ir::collectiveName(call.kind), call.count));
   if (needRecv && call.recvbuf == nullptr)
     throw OptionError(
         fmt::format("rank {}: {}: recvbuf is null but count is {}; pass the output buffer", rank_,
@@ -207,7 +209,7 @@ void Communicator::Impl::checkBuffers(const api::CollectiveCall& call) const {
 }
 
 std::shared_ptr<const api::CallShape> Communicator::Impl::makeShape(const api::CollectiveCall& call,
-                                                                   bool inPlace) {
+                                                                    bool inPlace) {
   const std::string_view name = ir::collectiveName(call.kind);
   runtime::PlanRequest request;
   request.collective = call.kind;
@@ -246,7 +248,7 @@ void Communicator::Impl::retain(api::PreparedCollective& prepared) const {
 }
 
 void Communicator::Impl::run(const api::PreparedCollective& prepared) {
-  requireHealthy(ir::collectiveName(prepared.call.kind), true);
+  requireHealthy(prepared.call.kind, true);
   // One thread issues calls, so a load and a store (no locked add) take the number; other
   // threads only read it (sequence()).
   const std::uint64_t sequence = sequence_.load(std::memory_order_relaxed);
@@ -288,7 +290,7 @@ void Communicator::Impl::run(const api::PreparedCollective& prepared) {
 void Communicator::Impl::execute(const api::PreparedCollective& p, std::uint64_t sequence) {
   const CollectiveCall& c = p.call;
   connections().publishNumberedCall(p.shape->planKey, p.shape->name, sequence, p.shape->details);
-  if (logEnabled(LogLevel::trace))
+  if (traceCalls_)
     logLine(LogLevel::trace,
             fmt::format("rank {}: {} from {}", rank_, describeCall(p, sequence), p.plan().source));
 

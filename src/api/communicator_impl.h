@@ -135,6 +135,11 @@ struct Communicator::Impl {
   // Throws CommError if this communicator has failed or (with `askGroup`, which costs a look at
   // the transport) its group has; `call` ("allreduce", "send") names what was about to run.
   void requireHealthy(std::string_view call, bool askGroup = true);
+  // The same for a collective, named only when it fails (this runs twice per call).
+  void requireHealthy(ir::CollectiveKind kind, bool askGroup) {
+    if (!failed_.load(std::memory_order_acquire) && (!askGroup || !connections().aborted())) return;
+    requireHealthy(ir::collectiveName(kind), askGroup);
+  }
   void abort(std::string_view reason);
   std::string asyncError() const;
   // True if this communicator or its group has failed.
@@ -162,6 +167,7 @@ struct Communicator::Impl {
   api::TransportHandle transport_;
   std::shared_ptr<runtime::PlanProvider> plans_;
   const api::ResolvedConfig config_;
+  const bool traceCalls_;  // logEnabled(LogLevel::trace), read once
   runtime::Workspace workspace_;
   std::vector<std::uint8_t> spare_;  // stands in for buffers NCCL ignores (non-root sides)
   // prepare()'s memo of call shapes (bounded; cleared when full), used by the calling thread

@@ -17,7 +17,7 @@ struct TypeInfo {
   std::string_view name;
 };
 
-constexpr std::array<TypeInfo, 10> kTypeInfos{{
+constexpr std::array<TypeInfo, kDataTypeCount> kTypeInfos{{
     {DataType::int8, 1, "int8"},
     {DataType::uint8, 1, "uint8"},
     {DataType::int32, 4, "int32"},

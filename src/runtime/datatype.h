@@ -36,6 +36,7 @@ std::optional<ReduceOp> parseReduceOp(std::string_view name);
 
 // Every value of the enum, in declaration order (for test sweeps and help texts).
 const std::vector<DataType>& allDataTypes();
+inline constexpr std::size_t kDataTypeCount = 10;  // allDataTypes().size()
 const std::vector<ReduceOp>& allReduceOps();
 
 // IEEE 754 binary16 and bfloat16 <-> binary32. Float-to-narrow rounds to nearest, ties to even;
