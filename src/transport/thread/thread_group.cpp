@@ -6,6 +6,12 @@
 
 namespace chorus::transport {
 
+namespace {
+
+constexpr std::size_t kMaxCallBytes = 200;  // of a published call's text (connections.h)
+
+}  // namespace
+
 class ThreadGroup::RankView final : public ConnectionSet {
  public:
   RankView(ThreadGroup& group, int rank) : group_(group), rank_(rank) {}
@@ -24,6 +30,10 @@ class ThreadGroup::RankView final : public ConnectionSet {
   void publishCall(std::string_view description) override {
     group_.publishCall(rank_, description);
   }
+  void publishNumberedCall(std::uint64_t shapeKey, std::string_view name, std::uint64_t number,
+                           std::string_view details) override {
+    group_.publishNumberedCall(rank_, shapeKey, name, number, details);
+  }
   std::string peerCall(int peer) const override {
     checkPeer(peer);
     return group_.peerCall(peer);
@@ -39,10 +49,10 @@ class ThreadGroup::RankView final : public ConnectionSet {
   int rank_;
 };
 
-ThreadGroup::ThreadGroup(int nranks, FifoOptions options)
-    : nranks_(nranks), options_(options), calls_(nranks > 0 ? nranks : 0) {
+ThreadGroup::ThreadGroup(int nranks, FifoOptions options) : nranks_(nranks), options_(options) {
   if (nranks < 1)
     throw OptionError(fmt::format("a thread group needs at least 1 rank, got {}", nranks));
+  calls_ = std::make_unique<PublishedCall[]>(static_cast<std::size_t>(nranks));
   if (options.slots < 1 || options.slotBytes < 64)
     throw OptionError("FIFOs need at least 1 slot of at least 64 bytes");
   for (int r = 0; r < nranks; ++r)
@@ -76,13 +86,46 @@ std::string ThreadGroup::abortReason() const {
 }
 
 void ThreadGroup::publishCall(int rank, std::string_view description) {
-  std::lock_guard lock(callMutex_);
-  calls_.at(rank).assign(description.substr(0, 200));
+  PublishedCall& c = calls_[static_cast<std::size_t>(rank)];
+  {
+    std::lock_guard lock(c.mutex);
+    c.text.assign(description.substr(0, kMaxCallBytes));
+    c.nameBytes = c.text.size();
+  }
+  c.shapeKey = 0;
+  c.number.store(0, std::memory_order_release);
+}
+
+void ThreadGroup::publishNumberedCall(int rank, std::uint64_t shapeKey, std::string_view name,
+                                      std::uint64_t number, std::string_view details) {
+  PublishedCall& c = calls_[static_cast<std::size_t>(rank)];
+  if (shapeKey == 0 || shapeKey != c.shapeKey) {
+    std::lock_guard lock(c.mutex);
+    c.text.assign(name.substr(0, kMaxCallBytes));
+    c.nameBytes = c.text.size();
+    c.text.append(details.substr(0, kMaxCallBytes - c.nameBytes));
+    c.shapeKey = shapeKey;
+  }
+  // As on shm: a reader may pair the number with the previous text for a moment.
+  c.number.store(number + 1, std::memory_order_release);
 }
 
 std::string ThreadGroup::peerCall(int rank) const {
-  std::lock_guard lock(callMutex_);
-  return calls_.at(rank);
+  CHORUS_INTERNAL_ASSERT(rank >= 0 && rank < nranks_, "thread group rank out of range");
+  const PublishedCall& c = calls_[static_cast<std::size_t>(rank)];
+  std::string text;
+  std::size_t nameBytes = 0;
+  {
+    std::lock_guard lock(c.mutex);
+    text = c.text;
+    nameBytes = c.nameBytes;
+  }
+  const std::uint64_t number = c.number.load(std::memory_order_acquire);
+  if (number == 0) return text;
+  const std::string_view view(text);
+  char out[kMaxCallTextBytes];
+  return std::string(out, formatNumberedCall(out, sizeof out, view.substr(0, nameBytes), number - 1,
+                                             view.substr(nameBytes)));
 }
 
 }  // namespace chorus::transport

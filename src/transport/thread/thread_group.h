@@ -29,6 +29,8 @@ class ThreadGroup {
   void abort(const std::string& reason);
   std::string abortReason() const;
   void publishCall(int rank, std::string_view description);
+  void publishNumberedCall(int rank, std::uint64_t shapeKey, std::string_view name,
+                           std::uint64_t number, std::string_view details);
   std::string peerCall(int rank) const;
 
   const int nranks_;
@@ -39,8 +41,16 @@ class ThreadGroup {
   mutable std::mutex abortMutex_;
   std::atomic<bool> aborted_{false};
   std::string abortReason_;
-  mutable std::mutex callMutex_;
-  std::vector<std::string> calls_;
+  // Each rank's published call, on its own cache line with its own lock, so ranks do not
+  // contend on every call. While the shape repeats, only `number` changes (one store).
+  struct alignas(64) PublishedCall {
+    mutable std::mutex mutex;  // guards text and nameBytes
+    std::string text;          // the name, then the details (a plain description: all name)
+    std::size_t nameBytes = 0;
+    std::uint64_t shapeKey = 0;            // the owner's thread only; 0: none
+    std::atomic<std::uint64_t> number{0};  // the call's number + 1; 0: a plain description
+  };
+  std::unique_ptr<PublishedCall[]> calls_;
 };
 
 }  // namespace chorus::transport
