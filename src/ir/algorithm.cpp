@@ -96,31 +96,6 @@ std::size_t chunksPerBlock(const Algorithm& algorithm) {
   return std::max<std::size_t>(1, static_cast<std::size_t>(algorithm.chunksPerLoop) / blocks);
 }
 
-bool opReceives(OpKind op) {
-  return op == OpKind::recv || op == OpKind::recvCopySend || op == OpKind::recvReduceCopy ||
-         op == OpKind::recvReduceSend || op == OpKind::recvReduceCopySend;
-}
-
-bool opSends(OpKind op) {
-  return op == OpKind::send || op == OpKind::recvCopySend || op == OpKind::recvReduceSend ||
-         op == OpKind::recvReduceCopySend;
-}
-
-bool opReadsSrc(OpKind op) {
-  return op == OpKind::send || op == OpKind::copy || op == OpKind::reduce ||
-         op == OpKind::recvReduceCopy || op == OpKind::recvReduceSend ||
-         op == OpKind::recvReduceCopySend;
-}
-
-bool opWritesDst(OpKind op) {
-  return op == OpKind::recv || op == OpKind::recvCopySend || op == OpKind::recvReduceCopy ||
-         op == OpKind::recvReduceCopySend || op == OpKind::copy || op == OpKind::reduce;
-}
-
-bool opReadsDst(OpKind op) {
-  return op == OpKind::reduce;
-}
-
 std::string_view opName(OpKind op) {
   for (const auto& info : kOps)
     if (info.op == op) return info.name;

@@ -119,13 +119,27 @@ std::size_t threadblockCount(const Algorithm& algorithm);
 // chunks (at least 1).
 std::size_t chunksPerBlock(const Algorithm& algorithm);
 
-// Per-op facts.
-bool opReceives(OpKind op);  // recv, recvCopySend, recvReduce*
-bool opSends(OpKind op);     // send, recvCopySend, recvReduceSend, recvReduceCopySend
-bool opReadsSrc(OpKind op);  // send, copy, reduce, recvReduce*
-bool opWritesDst(
-    OpKind op);              // recv, recvCopySend, recvReduceCopy, recvReduceCopySend, copy, reduce
-bool opReadsDst(OpKind op);  // reduce (dst ⊕= src)
+// Per-op facts (inline: the interpreter asks them on every step and poll).
+constexpr bool opReceives(OpKind op) {  // recv, recvCopySend, recvReduce*
+  return op == OpKind::recv || op == OpKind::recvCopySend || op == OpKind::recvReduceCopy ||
+         op == OpKind::recvReduceSend || op == OpKind::recvReduceCopySend;
+}
+constexpr bool opSends(OpKind op) {  // send, recvCopySend, recvReduceSend, recvReduceCopySend
+  return op == OpKind::send || op == OpKind::recvCopySend || op == OpKind::recvReduceSend ||
+         op == OpKind::recvReduceCopySend;
+}
+constexpr bool opReadsSrc(OpKind op) {  // send, copy, reduce, recvReduce*
+  return op == OpKind::send || op == OpKind::copy || op == OpKind::reduce ||
+         op == OpKind::recvReduceCopy || op == OpKind::recvReduceSend ||
+         op == OpKind::recvReduceCopySend;
+}
+constexpr bool opWritesDst(OpKind op) {  // recv*, copy, reduce (not send, recvReduceSend, nop)
+  return op == OpKind::recv || op == OpKind::recvCopySend || op == OpKind::recvReduceCopy ||
+         op == OpKind::recvReduceCopySend || op == OpKind::copy || op == OpKind::reduce;
+}
+constexpr bool opReadsDst(OpKind op) {  // reduce (dst ⊕= src)
+  return op == OpKind::reduce;
+}
 
 // Names: the long form used by text/JSON/DOT ("recvReduceCopySend") and MSCCL's short codes
 // ("rrcs"). Parsers throw ParseError naming the accepted spellings.
