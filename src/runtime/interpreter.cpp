@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -74,6 +75,7 @@ struct RankMemory {
   const std::uint8_t* firstUses = nullptr;
   const std::uint8_t* inputHome = nullptr;
   std::uint8_t* privateOutputOf = nullptr;  // user output to fill from a private one at the end
+  bool tileOrdered = false;  // in place on one buffer, as PlanFacts::tileOrderedInPlace allows
 
   std::uint8_t* piece(ir::BufferKind kind, int chunk, std::size_t offset) const {
     return base[bufferSlot(kind)] +
@@ -136,6 +138,7 @@ class RankExecutor {
         facts_->home[bufferSlot(kind)] = facts_->collective->canonical(rank, {kind, 0});
       facts_->aliasedAtChunk = -1;
       facts_->firstUsesAtChunk = -1;
+      facts_->tileOrderedInPlace = -1;
     }
     collective_ = facts_->collective.get();
   }
@@ -145,6 +148,7 @@ class RankExecutor {
     if (mem_.chunkElems == 0) return finish();
     prepareTasks();
     loop();
+    workspace_->evictions += ledger_.evictions();
     finish();
   }
 
@@ -194,7 +198,11 @@ class RankExecutor {
       aliasOk = moveInputHome(userIn, inBytes, userOut, outBytes);
     if (!a_.inPlace && divisible && !aliasOk && userIn && userOut)
       aliasOk = identityAlias(userIn, inBytes, userOut, outBytes) ||
+                (mem_.tileOrdered = tileOrderedInPlace(userIn, inBytes, userOut, outBytes)) ||
                 privatizeOverlap(userIn, inBytes, userOut, outBytes);
+    // Each tile is read just before it is overwritten, so it is in the cache: non-temporal
+    // stores, which evict it first, measured slower there (docs/performance.md).
+    if (mem_.tileOrdered) mem_.streaming = false;
     mem_.staging = !divisible || !aliasOk;
     if (!mem_.staging) {
       mem_.base[bufferSlot(ir::BufferKind::input)] = userIn;
@@ -343,6 +351,65 @@ class RankExecutor {
         }
     }
     return facts_->aliasIsIdentity;
+  }
+
+  // PlanFacts::tileOrderedInPlace for this call's buffers.
+  bool tileOrderedInPlace(const std::uint8_t* userIn, std::size_t inBytes,
+                          const std::uint8_t* userOut, std::size_t outBytes) {
+    if (userIn != userOut || inBytes != outBytes) return false;
+    PlanFacts& f = *facts_;
+    if (cached_ && f.tileOrderedInPlace >= 0) return f.tileOrderedInPlace != 0;
+    f.tileOrderedInPlace = 0;
+    if (writesInput()) return false;
+    const auto& tbs = program_.threadblocks;
+    const int chunks = collective_->inputChunks(rank_);
+    if (chunks != collective_->outputChunks(rank_)) return false;
+    // Per chunk: the one threadblock touching it, its last reading step and first writing step.
+    struct Use {
+      int tb = -1;
+      int lastRead = -1;
+      int firstWrite = INT_MAX;
+    };
+    std::vector<Use> uses(static_cast<std::size_t>(chunks));
+    auto touch = [&](int chunk, int tb) {
+      Use& u = uses[static_cast<std::size_t>(chunk)];
+      if (u.tb >= 0 && u.tb != tb) return false;
+      u.tb = tb;
+      return true;
+    };
+    for (std::size_t t = 0; t < tbs.size(); ++t)
+      for (std::size_t k = 0; k < tbs[t].steps.size(); ++k) {
+        const ir::Step& s = tbs[t].steps[k];
+        const bool onItself = s.op == ir::OpKind::copy && s.srcBuffer == ir::BufferKind::input &&
+                              s.dstBuffer == ir::BufferKind::output && s.srcIndex == s.dstIndex;
+        if (onItself) continue;
+        const int tb = static_cast<int>(t), step = static_cast<int>(k);
+        for (int i = 0; i < s.count; ++i) {
+          if (ir::opReadsSrc(s.op) && s.srcBuffer == ir::BufferKind::input) {
+            if (!touch(s.srcIndex + i, tb)) return false;
+            auto& last = uses[static_cast<std::size_t>(s.srcIndex + i)].lastRead;
+            last = std::max(last, step);
+          }
+          if (ir::opWritesDst(s.op) && s.dstBuffer == ir::BufferKind::output) {
+            if (!touch(s.dstIndex + i, tb)) return false;
+            auto& first = uses[static_cast<std::size_t>(s.dstIndex + i)].firstWrite;
+            first = std::min(first, step);
+          }
+        }
+      }
+    for (const Use& u : uses)
+      if (u.lastRead >= u.firstWrite) return false;
+    f.readsBeforeOverwrite.assign(tbs.size(), {});
+    for (std::size_t t = 0; t < tbs.size(); ++t) {
+      f.readsBeforeOverwrite[t].assign(tbs[t].steps.size(), 0);
+      for (std::size_t k = 0; k < tbs[t].steps.size(); ++k) {
+        const ir::Step& s = tbs[t].steps[k];
+        f.readsBeforeOverwrite[t][k] =
+            ir::opReadsSrc(s.op) && s.srcBuffer == ir::BufferKind::input ? 1 : 0;
+      }
+    }
+    f.tileOrderedInPlace = 1;
+    return true;
   }
 
   bool writesInput() const {
@@ -702,7 +769,8 @@ class RankExecutor {
     // A reduced message only exists in the slot.
     bool byReference = false;
     transport::RemoteRegion region;
-    if (out && s.op != ir::OpKind::recvReduceSend && task.send->acceptsRemote(messageBytes)) {
+    if (out && s.op != ir::OpKind::recvReduceSend && task.send->acceptsRemote(messageBytes) &&
+        !(mem_.tileOrdered && facts_->readsBeforeOverwrite[taskIndex(task)][task.step])) {
       const bool fromSrc = s.op == ir::OpKind::send;
       region = mem_.pieces(fromSrc ? s.srcBuffer : s.dstBuffer, fromSrc ? s.srcIndex : s.dstIndex,
                            s.count, offset, len);

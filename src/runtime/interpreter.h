@@ -52,6 +52,16 @@ struct PlanFacts {
   // copy (AllGather in place, NCCL-style).
   int aliasedAtChunk = -1;
   bool aliasIsIdentity = false;
+  // An out-of-place plan called with its input and output at one address and of one size (-1:
+  // not examined yet): 1 if, for each chunk, the steps that read it from the input (copies
+  // onto itself aside) all run in the threadblock that overwrites it in the output, before
+  // that step. A threadblock runs its steps tile by tile, so each tile is read before the
+  // same tile is overwritten and the call needs no private copy: AllToAll in place on the
+  // direct and xor-pairwise plans, NCCL-style. The reading steps must copy what they send
+  // (readsBeforeOverwrite[tb][step]). By reference, every tile would wait until the ledger
+  // gives up on the peer's read and copies the message out (Workspace::evictions).
+  int tileOrderedInPlace = -1;
+  std::vector<std::vector<char>> readsBeforeOverwrite;
   // An in-place plan called out of place, its input at canonical chunk `firstUsesAtChunk` (-1:
   // not examined yet). `firstUsesFromInput`: every chunk the input fills is touched by one
   // threadblock only, and no step reads one as its destination before writing it; then each
@@ -96,6 +106,10 @@ struct Workspace {
   // The interpreter's per-threadblock state (opaque here), so small calls do not allocate.
   std::unique_ptr<std::byte[]> taskBytes;
   std::size_t taskBytesSize = 0;
+  // Messages sent by reference that had to be copied out before this rank overwrote their
+  // memory (RemoteLedger::evictions), summed over the workspace's calls: each one cost a stall
+  // and a copy.
+  std::uint64_t evictions = 0;
 };
 
 inline constexpr std::size_t kParallelCallBytes = std::size_t{1} << 20;

@@ -173,8 +173,10 @@ struct Case {
   const char* collective;
   const char* algorithm;
   bool inPlace;
-  // Whether peers must have read through their mappings (an in-place AllToAll reads its
-  // private copy of the input, which is registered memory too).
+  // Whether peers must have read through their mappings. An in-place AllToAll on shift
+  // pairing reads its private copy of the input, which is registered memory too; on direct,
+  // each tile goes through a slot before the same tile is received over it (no private copy,
+  // nothing sent by reference: PlanFacts::tileOrderedInPlace).
   bool mapped = true;
   int ranks = 3;
 };
@@ -296,9 +298,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // Steps of several chunks: messages of several pieces.
                       Case{"allgather", "recursive-doubling", false, true, 4},
                       Case{"allgather", "recursive-doubling", true, true, 4},
-                      Case{"alltoall", "direct", false}, Case{"alltoall", "direct", true},
-                      Case{"alltoall", "bruck", false}, Case{"reducescatter", "ring", false},
-                      Case{"reducescatter", "ring", true}),
+                      Case{"alltoall", "direct", false}, Case{"alltoall", "direct", true, false},
+                      Case{"alltoall", "pairwise", true}, Case{"alltoall", "bruck", false},
+                      Case{"reducescatter", "ring", false}, Case{"reducescatter", "ring", true}),
     [](const auto& info) {
       std::string name = std::string(info.param.collective) + "_" + info.param.algorithm +
                          (info.param.inPlace ? "_inplace" : "") + "_" +

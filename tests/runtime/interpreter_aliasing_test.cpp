@@ -3,6 +3,9 @@
 // out-of-place AllGather plan called in place (staged). Inputs must survive untouched.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -150,6 +153,95 @@ TEST(InterpreterAliasing, OutOfPlaceReduceScatterPlanCalledInPlace) {
       ASSERT_EQ(buffers[r][at], static_cast<float>(6 + 3 * (at % 5)))
           << "rank " << r << " [" << i << "]";
     }
+}
+
+// An out-of-place AllToAll plan called in place (input == output) on `ranks` threads, over
+// slots of 4 KiB so each block takes several tiles, where every message may go by reference. Rank
+// r's block d holds r*1e6 + d*1e4 + i; afterwards its block s must hold what rank s had for r.
+// Returns, per rank, whether the call ran tile-ordered (PlanFacts::tileOrderedInPlace) and whether
+// it made a private input copy.
+struct InPlaceRun {
+  std::vector<int> tileOrdered;
+  std::vector<bool> privateCopy;
+  std::vector<std::uint64_t> evictions;  // Workspace::evictions
+};
+InPlaceRun allToAllInPlace(const ir::Algorithm& a, std::size_t count, bool alwaysByReference) {
+  const int p = a.nranks;
+  std::vector<std::vector<float>> buffers(static_cast<std::size_t>(p),
+                                          std::vector<float>(static_cast<std::size_t>(p) * count));
+  for (int r = 0; r < p; ++r)
+    for (int d = 0; d < p; ++d)
+      for (std::size_t i = 0; i < count; ++i)
+        buffers[r][d * count + i] = static_cast<float>(r * 1000000 + d * 10000 + i);
+  std::vector<runtime::Workspace> workspaces(static_cast<std::size_t>(p));
+  transport::ThreadGroup group(p, {8, 4096, 1});  // any message may go by reference
+  std::vector<std::thread> threads;
+  for (int r = 0; r < p; ++r)
+    threads.emplace_back([&, r] {
+      runtime::CollectiveArgs args;
+      args.input = buffers[r].data();
+      args.output = buffers[r].data();
+      args.count = count;
+      runtime::ExecOptions options;
+      options.workspace = &workspaces[r];
+      options.alwaysByReference = alwaysByReference;
+      options.timeout = std::chrono::milliseconds(5000);
+      runtime::executeRank(a, r, args, group.rank(r), options);
+    });
+  for (auto& t : threads)
+    t.join();
+  InPlaceRun run;
+  for (int r = 0; r < p; ++r) {
+    for (int s = 0; s < p; ++s)
+      for (std::size_t i = 0; i < count; ++i)
+        EXPECT_EQ(buffers[r][s * count + i], static_cast<float>(s * 1000000 + r * 10000 + i))
+            << a.name << " rank " << r << " block " << s << " [" << i << "]";
+    run.tileOrdered.push_back(workspaces[r].facts.tileOrderedInPlace);
+    run.privateCopy.push_back(workspaces[r].buffers[0].reserve(0) != nullptr);  // grew
+    run.evictions.push_back(workspaces[r].evictions);
+  }
+  return run;
+}
+
+// Each tile of a block is sent (copied into a slot) before the same tile is received over it,
+// in one threadblock: no private copy of the input. Those sends never go by reference, even
+// with alwaysByReference: the receive over the tile would have to wait for the peer's read
+// and, both ranks waiting so, evict the message (a stall and a copy per tile).
+TEST(InterpreterAliasing, InPlaceAllToAllRunsTileOrderedWithoutAPrivateCopy) {
+  struct Case {
+    const char* name;
+    int ranks;
+    std::map<std::string, int> params;
+  };
+  for (const Case& c : {Case{"alltoall.direct", 2, {}}, Case{"alltoall.direct", 3, {}},
+                        Case{"alltoall.direct", 4, {}}, Case{"alltoall.pairwise", 4, {{"xor", 1}}},
+                        Case{"alltoall.bruck", 2, {}}})
+    for (const bool byReference : {false, true})
+      for (const std::size_t count : {std::size_t{1}, std::size_t{1027}, std::size_t{5000}}) {
+        SCOPED_TRACE(::testing::Message() << c.name << " ranks " << c.ranks << " count " << count
+                                          << " alwaysByReference " << byReference);
+        const auto a = compileForTest(c.name, c.ranks, 0, 0, c.params);
+        ASSERT_FALSE(a.inPlace);
+        const InPlaceRun run = allToAllInPlace(a, count, byReference);
+        for (int r = 0; r < c.ranks; ++r) {
+          EXPECT_EQ(run.tileOrdered[r], 1) << "rank " << r;
+          EXPECT_FALSE(run.privateCopy[r]) << "rank " << r;
+          EXPECT_EQ(run.evictions[r], 0u) << "rank " << r;
+        }
+      }
+}
+
+// Shift pairing at 3 ranks reads block r+1 in one threadblock and receives over it in another:
+// not tile-ordered, so the input is copied aside first, and the result is still right.
+TEST(InterpreterAliasing, InPlaceAllToAllAcrossThreadblocksTakesAPrivateCopy) {
+  const auto a = compileForTest("alltoall.pairwise", 3);
+  for (const std::size_t count : {std::size_t{7}, std::size_t{3000}}) {
+    const InPlaceRun run = allToAllInPlace(a, count, false);
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ(run.tileOrdered[r], 0) << "rank " << r;
+      EXPECT_TRUE(run.privateCopy[r]) << "rank " << r;
+    }
+  }
 }
 
 }  // namespace
