@@ -65,8 +65,23 @@ struct Row {
   double measuredUs = 0;
   double predictedUs = 0;
   bool scratch = false;  // the plan uses scratch buffers
+  bool fitted = false;   // `chorus topology detect` fits the model to this algorithm and rank count
   double error() const { return (predictedUs - measuredUs) / measuredUs; }
 };
+
+// The (algorithm, ranks) pairs whose measurements `chorus topology detect` fits the local model
+// to (docs/topology.md, "How `chorus topology detect` builds the local topology"): α from
+// allreduce.ring at 2 ranks (step 2), the copy and reduce rate curves from allgather.ring and
+// reducescatter.ring at 2 ranks (step 6), the wake latency from allreduce.ring at 2 × cores
+// ranks (step 7). (Step 1 times broadcast.chain{pipeline=8,64}, not a default-settings row.)
+// Their rows are no independent check of the model, so the report also quotes the error on
+// the other rows alone.
+bool fittedByDetect(const std::string& algorithm, int ranks, int cores) {
+  if (ranks == 2)
+    return algorithm == "allreduce.ring" || algorithm == "allgather.ring" ||
+           algorithm == "reducescatter.ring";
+  return algorithm == "allreduce.ring" && ranks == 2 * cores;
+}
 
 // The bench JSON file of one choice's run `round`.
 std::filesystem::path recordsPath(const std::filesystem::path& dir, const std::string& collective,
@@ -174,22 +189,31 @@ std::string reportMarkdown(const Options& o, const std::vector<Row>& rows,
   md += fmt::format("| all | | {} | **{:.1f}%** | **{:.1f}%** | | **{} of {}** | **{:.0f}%** |\n",
                     all.size(), 100 * perf::medianOf(all), 100 * worstAll, total.bestMatches,
                     total.sizes, total.pairs ? 100.0 * total.concordant / total.pairs : 100.0);
-  for (const bool scratch : {false, true}) {
+  // A summary row over the rows `keep` selects.
+  auto subset = [&](const std::string& label, auto keep) {
     std::vector<double> errors;
     for (const Row& r : rows)
-      if (r.scratch == scratch) errors.push_back(std::abs(r.error()));
-    if (errors.empty()) continue;
-    md += fmt::format("| all, plans {} scratch | | {} | {:.1f}% | {:.1f}% | | | |\n",
-                      scratch ? "with" : "without", errors.size(), 100 * perf::medianOf(errors),
+      if (keep(r)) errors.push_back(std::abs(r.error()));
+    if (errors.empty()) return;
+    md += fmt::format("| all, {} | | {} | {:.1f}% | {:.1f}% | | | |\n", label, errors.size(),
+                      100 * perf::medianOf(errors),
                       100 * *std::max_element(errors.begin(), errors.end()));
-  }
+  };
+  subset("plans without scratch", [](const Row& r) { return !r.scratch; });
+  subset("plans with scratch", [](const Row& r) { return r.scratch; });
+  subset("rows detect fits the model to (*)", [](const Row& r) { return r.fitted; });
+  subset("rows not used to fit the model", [](const Row& r) { return !r.fitted; });
   md += "\n";
+  md +=
+      "(*) `chorus topology detect` fits the local model's rates and latencies to these "
+      "(algorithm, ranks) pairs (docs/topology.md), so they are no independent check.\n\n";
   md +=
       "<details><summary>Every row</summary>\n\n| ranks | algorithm | size | measured (us) | "
       "predicted (us) | error |\n|---|---|---|---|---|---|\n";
   for (const Row& r : rows)
-    md += fmt::format("| {} | {} | {} | {:.1f} | {:.1f} | {:+.1f}% |\n", r.ranks, r.algorithm,
-                      formatSize(r.bytes), r.measuredUs, r.predictedUs, 100 * r.error());
+    md += fmt::format("| {} | {}{} | {} | {:.1f} | {:.1f} | {:+.1f}% |\n", r.ranks, r.algorithm,
+                      r.fitted ? " (*)" : "", formatSize(r.bytes), r.measuredUs, r.predictedUs,
+                      100 * r.error());
   md += "\n</details>\n";
   return md;
 }
@@ -266,7 +290,8 @@ int run(const Options& o) {
       options.bytes = record.bytes;
       const sim::SimResult predicted = sim::simulate(plan, fabric, options);
       rows.push_back(Row{job.ranks, job.collective, text, record.bytes, record.timeUs,
-                         predicted.seconds * 1e6, usesScratch});
+                         predicted.seconds * 1e6, usesScratch,
+                         fittedByDetect(text, job.ranks, fabric.topology().node.cores)});
       fmt::print(
           "{} ranks {:<40} {:>8}  measured {:>10.1f} us  predicted {:>10.1f} us  {:+6.1f}%\n",
           job.ranks, text, formatSize(record.bytes), record.timeUs, predicted.seconds * 1e6,
