@@ -1,0 +1,54 @@
+# Runs bench_sim_validation on the published points and checks that it completes and reports
+# one row per point with a positive predicted busbw (not the errors: they depend on the model),
+# then that a point missing a field is rejected with a message naming the point and the field.
+#   cmake -DTOOL=<bench_sim_validation> -DDATA=<published.json> -DWORK=<dir> -P sim_validation_rows.cmake
+file(MAKE_DIRECTORY ${WORK})
+execute_process(COMMAND ${TOOL} --data ${DATA} --json ${WORK}/report.json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "bench_sim_validation failed (${rc}):\n${out}\n${err}")
+endif()
+file(READ ${DATA} data)
+file(READ ${WORK}/report.json report)
+string(JSON expected LENGTH "${data}" points)
+string(JSON reported LENGTH "${report}" points)
+if(expected EQUAL 0 OR NOT expected EQUAL reported)
+  message(FATAL_ERROR "${expected} points in ${DATA}, ${reported} in the report")
+endif()
+math(EXPR last "${expected} - 1")
+foreach(i RANGE ${last})
+  string(JSON id GET "${data}" points ${i} id)
+  string(JSON reportedId GET "${report}" points ${i} id)
+  string(JSON busbw GET "${report}" points ${i} predicted_busbw_GBps)
+  if(NOT id STREQUAL reportedId OR NOT busbw GREATER 0)
+    message(FATAL_ERROR "point ${i}: expected ${id}, got ${reportedId} with busbw ${busbw}")
+  endif()
+  string(FIND "${out}" "  ${id} " row)
+  if(row EQUAL -1)
+    message(FATAL_ERROR "no table row for ${id}:\n${out}")
+  endif()
+endforeach()
+string(FIND "${out}" "median |error|" summary)
+if(summary EQUAL -1)
+  message(FATAL_ERROR "no median line:\n${out}")
+endif()
+
+# Bad input: the first point without "nodes".
+string(JSON bad REMOVE "${data}" points 0 nodes)
+file(WRITE ${WORK}/bad.json "${bad}")
+string(JSON firstId GET "${data}" points 0 id)
+execute_process(COMMAND ${TOOL} --data ${WORK}/bad.json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(FIND "${err}" "point 0 (\"${firstId}\"): missing field \"nodes\"" named)
+if(rc EQUAL 0 OR named EQUAL -1)
+  message(FATAL_ERROR "missing field not reported as expected (${rc}):\n${err}")
+endif()
+# Bad input: an unknown preset.
+string(JSON bad SET "${data}" points 0 system "\"dgx-z900\"")
+file(WRITE ${WORK}/bad.json "${bad}")
+execute_process(COMMAND ${TOOL} --data ${WORK}/bad.json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(FIND "${err}" "point \"${firstId}\": field \"system\"" named)
+if(rc EQUAL 0 OR named EQUAL -1)
+  message(FATAL_ERROR "unknown preset not reported as expected (${rc}):\n${err}")
+endif()
