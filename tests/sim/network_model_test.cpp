@@ -81,11 +81,13 @@ topology::Topology twoRanks(double engine, int slices) {
 }
 
 double simulateBackToBack(int n, std::uint64_t messageBytes, const topology::Topology& topology,
-                          bool tiling) {
+                          bool tiling, ir::Protocol protocol = ir::Protocol::simple) {
   topology::Fabric fabric(topology);
   sim::SimOptions options{.bytes = n * messageBytes, .tiling = tiling};
   options.slotBytes = messageBytes;  // with tiling: each chunk is one tile, one message
-  return sim::simulate(backToBack(n), fabric, options).seconds;
+  ir::Algorithm algorithm = backToBack(n);
+  algorithm.protocol = protocol;
+  return sim::simulate(algorithm, fabric, options).seconds;
 }
 
 // N back-to-back messages of s bytes on one link: the latencies overlap the next transfers, so
@@ -167,6 +169,33 @@ TEST(NetworkModel, FlatRingOnDgxA100IsNearItsNicBound) {
       compileLibrary("allreduce.ring", p, ir::Protocol::simple), fabric, {.bytes = bytes});
   EXPECT_GE(result.seconds, bound);
   EXPECT_LE(result.seconds, 1.2 * bound) << "bound " << bound;
+}
+
+// On a sliced device a protocol scales the rate of every data-moving pass by NCCL's bandwidth
+// factor and the device's message latency by NCCL's NVLink Ring hardware latency relative to
+// Simple's (sim-synth.md §4.1): α + m·latency + N·s/(eff·min(engine, β)) + (s/2)/(eff·engine).
+TEST(NetworkModel, ProtocolsScaleRateAndLatencyOnASlicedDevice) {
+  const double engine = 20e9;
+  const double messageLatency = 20e-6;
+  topology::Topology topology = twoRanks(engine, 2);
+  topology.node.device.messageLatency = messageLatency;
+  const int n = 64;
+  const std::uint64_t s = 8 << 10;  // within every protocol's message cap
+  struct Case {
+    ir::Protocol protocol;
+    double efficiency;
+    double latency;
+  };
+  for (const Case& c :
+       {Case{ir::Protocol::simple, 1.0, 1.0}, Case{ir::Protocol::ll, 0.5, 0.6 / 3.4},
+        Case{ir::Protocol::ll128, 0.92, 1.9 / 3.4}}) {
+    const double rate = c.efficiency * std::min(engine, kBandwidth);
+    const double expected = kAlpha + messageLatency * c.latency +
+                            n * static_cast<double>(s) / rate +
+                            static_cast<double>(s) / 2 / (c.efficiency * engine);
+    EXPECT_NEAR(simulateBackToBack(n, s, topology, false, c.protocol), expected, 0.01 * expected)
+        << ir::protocolName(c.protocol);
+  }
 }
 
 // NCCL's protocol trade-off (sim-synth.md §4.1): LL's lower latency wins a small AllReduce,
