@@ -114,6 +114,7 @@ struct Connection {
   std::uint64_t arrived = 0;       // messages at the receiver
   std::uint64_t heads = 0;         // messages whose first slice is at the receiver (slices > 1)
   std::deque<double> tails;        // arrival times of messages [consumed, arrived) (slices > 1)
+  std::deque<double> headTimes;    // first-slice arrivals of messages not taken (critical path)
   std::uint64_t taken = 0;         // messages a receive step started on
   std::uint64_t consumed = 0;      // slots freed
   std::deque<int> sendRecords;     // record of each message in flight (critical path)
@@ -487,6 +488,8 @@ class Simulation {
         case EventKind::headArrival: {
           Connection& c = conns_[static_cast<std::size_t>(e.id)];
           ++c.heads;
+          // A head later than its whole message (the pass sped up) was never waited for.
+          if (recording() && c.heads > c.taken) c.headTimes.push_back(now_);
           wake(c.receiver);
           break;
         }
@@ -547,7 +550,19 @@ class Simulation {
     if (ir::opReceives(step.op)) {
       Connection& c = conns_[static_cast<std::size_t>(s.recvConn)];
       if ((slicing_ ? std::max(c.heads, c.arrived) : c.arrived) <= c.taken) return;
-      if (recording() && !c.sendRecords.empty()) {
+      if (recording() && slicing_ && !c.headTimes.empty()) {
+        // Started on the first slice: of the finished send, or of the one still running.
+        const int rec = c.sendRecords.empty() ? tbs_[static_cast<std::size_t>(c.sender)].record
+                                              : c.sendRecords.front();
+        const double headAt = c.headTimes.front();
+        c.headTimes.pop_front();
+        if (headAt >= readyAt) {
+          readyAt = headAt;
+          waited = Wait::data;
+          waitedRecord = rec;
+          waitedOn = fmt::format("first slice from rank {}", c.srcRank);
+        }
+      } else if (recording() && !c.sendRecords.empty()) {
         const int rec = c.sendRecords.front();
         const double arrivedAt = arrivalTimes_[static_cast<std::size_t>(rec)];
         if (arrivedAt >= readyAt) {

@@ -225,6 +225,19 @@ TEST(NetworkModel, ProtocolCostsOnlyApplyToSlicingDevices) {
   EXPECT_DOUBLE_EQ(seconds(ir::Protocol::ll), seconds(ir::Protocol::simple));
 }
 
+// The critical path names what a cut-through receive waited for: the first slice (2 nodes:
+// the NIC hops are the slowest, their receivers wait for data).
+TEST(NetworkModel, CriticalPathNamesTheFirstSlice) {
+  topology::Fabric fabric(topology::preset("dgx-a100", 2));
+  sim::SimOptions options{.bytes = 16 * kMiB, .criticalPath = true};
+  const sim::SimResult result =
+      sim::simulate(compileLibrary("allreduce.ring", 16, ir::Protocol::simple), fabric, options);
+  int firstSlice = 0;
+  for (const sim::StepRecord& record : result.criticalPath)
+    if (record.waitedFor.find("first slice from rank") != std::string::npos) ++firstSlice;
+  EXPECT_GT(firstSlice, 0);
+}
+
 TEST(NetworkModel, SlicesRoundTripThroughJsonAndAreChecked) {
   topology::Topology topology = twoRanks(20e9, 3);
   EXPECT_EQ(topology::parseTopologyJson(topology::toTopologyJson(topology)).node.device.slices, 3);
