@@ -8,14 +8,20 @@
 //      same tile finished, a received message has arrived, and a send has a free FIFO slot.
 //   3. Its work is a sequence of passes over the tile's bytes (the interpreter's memcpy and
 //      reduce passes, execute()): a pass that writes the outgoing message crosses the route to
-//      the peer; the others are local. A pass is a flow: its rate is
+//      the peer; the others are local. A pass is a flow. On a store-and-forward device
+//      (DeviceModel::slices == 1, a CPU host) its rate is
 //        1 / (1 / min(engine rate × time shares, memory caps) + 1 / min(route link shares))
 //      so an engine's reduction and the wire add up (the α-β-γ model of seed 001) while memory
-//      buses cap the engine. Shares are equal per resource and are recomputed whenever a flow
-//      starts or ends on it (congestion); time shares nest (a node's cores among its busy rank
-//      engines, then each engine among its flows).
+//      buses cap the engine. On a slicing device (a GPU: slices > 1, NCCL prims) an op is one
+//      fused pass whose rate is min(engine, wire), times the protocol's efficiency (LL, LL128).
+//      Shares are equal per resource and are recomputed whenever a flow starts or ends on it
+//      (congestion); time shares nest (a node's cores among its busy rank engines, then each
+//      engine among its flows).
 //   4. When the step ends, its message arrives after the route's latency plus the device's
 //      message latency, its received slot is freed, and the steps waiting on it are woken.
+//      On a slicing device the message's first slice arrives that latency after the first
+//      slice left, and a receiving step may start then (cut-through); it ends no earlier than
+//      its message's last slice arrived plus one slice of its own work.
 #include "sim/simulator.h"
 
 #include <fmt/format.h>
@@ -68,14 +74,22 @@ struct Flow {
   int tb = kNone;    // the threadblock whose pass this is
   double bytes = 0;  // whole pass
   double remaining = 0;
-  double baseRate = 0;  // engine rate alone, bytes/s; kInfinity when unlimited
+  double baseRate = 0;    // engine rate alone, bytes/s; kInfinity when unlimited
+  double efficiency = 1;  // the protocol's share of the rate (ProtocolCost)
   double rate = 0;
   double updated = 0;  // time `remaining` was last brought up to date
   std::uint32_t version = 0;
   std::vector<int> resources;
 };
 
-enum class EventKind : std::uint8_t { flowDone, arrival, overheadDone, portDone };
+enum class EventKind : std::uint8_t {
+  flowDone,
+  arrival,
+  headArrival,
+  overheadDone,
+  tailDone,
+  portDone
+};
 
 struct Event {
   double time = 0;
@@ -98,6 +112,9 @@ struct Connection {
   int dstRank = 0;
   std::uint64_t sent = 0;          // messages whose send started
   std::uint64_t arrived = 0;       // messages at the receiver
+  std::uint64_t heads = 0;         // messages whose first slice is at the receiver (slices > 1)
+  std::deque<double> tails;        // arrival times of messages [consumed, arrived) (slices > 1)
+  std::deque<double> headTimes;    // first-slice arrivals of messages not taken (critical path)
   std::uint64_t taken = 0;         // messages a receive step started on
   std::uint64_t consumed = 0;      // slots freed
   std::deque<int> sendRecords;     // record of each message in flight (critical path)
@@ -105,7 +122,8 @@ struct Connection {
   std::deque<double> consumeTimes;
 };
 
-enum class Phase : std::uint8_t { idle, overhead, working, done };
+// tail: a slicing device's receiving step did its work and waits for its message's last slice.
+enum class Phase : std::uint8_t { idle, overhead, working, tail, done };
 
 struct ThreadblockState {
   int rank = 0;
@@ -129,6 +147,7 @@ struct ThreadblockState {
   double copyRate = kInfinity;      // the device's rates at this node's working set
   double reduceRate = kInfinity;
   bool waitsForPort = false;  // queued in its rank's PortQueue
+  bool tailChecked = false;   // the running step's last slice has been waited for
 };
 
 // A rank's send ports (DeviceModel::sendPorts): free ports and the threadblocks waiting for
@@ -146,7 +165,7 @@ struct Pass {
 };
 
 // The interpreter's passes per op (interpreter.cpp execute()).
-int passesOf(ir::OpKind op, Pass out[2]) {
+int unfusedPassesOf(ir::OpKind op, Pass out[2]) {
   using ir::OpKind;
   switch (op) {
     case OpKind::send:
@@ -177,6 +196,38 @@ int passesOf(ir::OpKind op, Pass out[2]) {
   return 0;
 }
 
+// `fused`: one pass doing all of them, as a GPU primitive reads its input once and writes
+// every destination in the same loop (NCCL prims recvCopySend, recvReduceCopySend).
+int passesOf(ir::OpKind op, Pass out[2], bool fused) {
+  const int n = unfusedPassesOf(op, out);
+  if (!fused || n < 2) return n;
+  out[0] = {out[0].reduce || out[1].reduce, out[0].wire || out[1].wire};
+  return 1;
+}
+
+// What a protocol costs on a slicing device, relative to Simple (sim-synth.md §4.1, NCCL
+// v2.30.7 src/graph/tuning.cc): `efficiency` scales the rate of every pass of an op that
+// moves data between ranks (Ring LL <= 0.5 of bus bandwidth: an 8-byte line carries 4 data
+// bytes and a 4-byte flag; LL128 x 0.92: 120 data bytes per 128-byte line, less the flag
+// stores); `latency` scales the device's message latency by NCCL's Ring hardware latency of
+// an NVLink step, LL 0.6 µs, LL128 1.9 µs, Simple 3.4 µs.
+struct ProtocolCost {
+  double efficiency = 1;
+  double latency = 1;
+};
+
+ProtocolCost protocolCost(ir::Protocol protocol) {
+  switch (protocol) {
+    case ir::Protocol::ll:
+      return {0.5, 0.6 / 3.4};
+    case ir::Protocol::ll128:
+      return {0.92, 1.9 / 3.4};
+    case ir::Protocol::simple:
+      break;
+  }
+  return {};
+}
+
 double rateOrInfinity(double rate) {
   return rate > 0 ? rate : kInfinity;
 }
@@ -195,7 +246,12 @@ double expectedWake(const topology::Topology& topo, int rank, int nranks) {
 class Simulation {
  public:
   Simulation(const ir::Algorithm& algorithm, topology::Fabric& fabric, const SimOptions& options)
-      : a_(algorithm), fabric_(fabric), options_(options), device_(fabric.topology().node.device) {}
+      : a_(algorithm),
+        fabric_(fabric),
+        options_(options),
+        device_(fabric.topology().node.device),
+        slicing_(device_.slices > 1),
+        protocol_(slicing_ ? protocolCost(algorithm.protocol) : ProtocolCost{}) {}
 
   SimResult run() {
     const auto wallStart = std::chrono::steady_clock::now();
@@ -386,7 +442,7 @@ class Simulation {
         const topology::Route& route = fabric_.route(s.rank, s.program->sendPeer);
         for (int r : route.resources)
           s.wireResources.push_back(fabricResource(r));
-        s.messageDelay = route.latency + device_.messageLatency +
+        s.messageDelay = route.latency + device_.messageLatency * protocol_.latency +
                          expectedWake(fabric_.topology(), s.program->sendPeer, a_.nranks);
       }
     }
@@ -426,13 +482,22 @@ class Simulation {
           finishFlow(e.id);
           break;
         }
-        case EventKind::arrival: {
+        case EventKind::arrival:
+          arrive(e.id);
+          break;
+        case EventKind::headArrival: {
           Connection& c = conns_[static_cast<std::size_t>(e.id)];
-          ++c.arrived;
+          ++c.heads;
+          // A head later than its whole message (the pass sped up) was never waited for.
+          if (recording() && c.heads > c.taken) c.headTimes.push_back(now_);
           wake(c.receiver);
           break;
         }
         case EventKind::overheadDone:
+          startPass(e.id);
+          break;
+        case EventKind::tailDone:
+          tbs_[static_cast<std::size_t>(e.id)].tailChecked = true;
           startPass(e.id);
           break;
         case EventKind::portDone:
@@ -484,8 +549,20 @@ class Simulation {
     }
     if (ir::opReceives(step.op)) {
       Connection& c = conns_[static_cast<std::size_t>(s.recvConn)];
-      if (c.arrived <= c.taken) return;
-      if (recording() && !c.sendRecords.empty()) {
+      if ((slicing_ ? std::max(c.heads, c.arrived) : c.arrived) <= c.taken) return;
+      if (recording() && slicing_ && !c.headTimes.empty()) {
+        // Started on the first slice: of the finished send, or of the one still running.
+        const int rec = c.sendRecords.empty() ? tbs_[static_cast<std::size_t>(c.sender)].record
+                                              : c.sendRecords.front();
+        const double headAt = c.headTimes.front();
+        c.headTimes.pop_front();
+        if (headAt >= readyAt) {
+          readyAt = headAt;
+          waited = Wait::data;
+          waitedRecord = rec;
+          waitedOn = fmt::format("first slice from rank {}", c.srcRank);
+        }
+      } else if (recording() && !c.sendRecords.empty()) {
         const int rec = c.sendRecords.front();
         const double arrivedAt = arrivalTimes_[static_cast<std::size_t>(rec)];
         if (arrivedAt >= readyAt) {
@@ -543,6 +620,7 @@ class Simulation {
     if (ir::opSends(step.op)) ++conns_[static_cast<std::size_t>(s.sendConn)].sent;
     ++stepsExecuted_;
     s.pass = 0;
+    s.tailChecked = false;
     s.record = kNone;
     if (recording()) {
       StepRecord rec;
@@ -580,7 +658,9 @@ class Simulation {
     s.phase = Phase::working;
     const ir::Step& step = s.program->steps[static_cast<std::size_t>(s.step)];
     Pass passes[2];
-    const int n = passesOf(step.op, passes);
+    const int n = passesOf(step.op, passes, slicing_);
+    const bool moves = ir::opSends(step.op) || ir::opReceives(step.op);
+    const double efficiency = moves ? protocol_.efficiency : 1.0;
     while (s.pass < n) {
       const Pass& p = passes[s.pass];
       const double base = p.reduce ? s.reduceRate : s.copyRate;
@@ -591,10 +671,34 @@ class Simulation {
             return resources_[static_cast<std::size_t>(r)].kind != ShareKind::timeShare;
           });
       if (bytes > 0 && bounded) {
-        startFlow(t, bytes, base, res);
+        const int id = startFlow(t, bytes, base, efficiency, res);
+        if (slicing_ && p.wire) {
+          // Cut-through: the first slice leaves after a slice's work at the starting rate.
+          const Flow& f = flows_[static_cast<std::size_t>(id)];
+          schedule(now_ + bytes / device_.slices / f.rate + s.messageDelay, EventKind::headArrival,
+                   s.sendConn);
+        }
         return;
       }
+      if (slicing_ && p.wire) schedule(now_ + s.messageDelay, EventKind::headArrival, s.sendConn);
       ++s.pass;  // instantaneous
+    }
+    if (slicing_ && ir::opReceives(step.op) && !s.tailChecked) {
+      // The last slice of the received message must have arrived, and be worked on.
+      Connection& c = conns_[static_cast<std::size_t>(s.recvConn)];
+      if (c.arrived <= c.consumed) {
+        s.phase = Phase::tail;  // arrive() resumes it
+        return;
+      }
+      const double rate = (passes[0].reduce ? s.reduceRate : s.copyRate) * efficiency;
+      const double sliceBytes =
+          static_cast<double>(tileBytes(s.tile)) * step.count / device_.slices;
+      const double end = c.tails.front() + (n > 0 ? sliceBytes / rate : 0.0);
+      if (end > now_) {
+        schedule(end, EventKind::tailDone, t);
+        return;
+      }
+      s.tailChecked = true;
     }
     if (ir::opSends(step.op) && !ports_.empty()) {
       // One-port model: the port stays taken until the message arrived.
@@ -621,6 +725,7 @@ class Simulation {
     if (ir::opReceives(step.op)) {
       Connection& c = conns_[static_cast<std::size_t>(s.recvConn)];
       ++c.consumed;
+      if (slicing_) c.tails.pop_front();
       if (recording()) {
         if (!c.sendRecords.empty()) c.sendRecords.pop_front();
         c.consumeRecords.push_back(s.record);
@@ -658,8 +763,26 @@ class Simulation {
     wake(t);
   }
 
+  // A message's last slice is at the receiver.
+  void arrive(int conn) {
+    Connection& c = conns_[static_cast<std::size_t>(conn)];
+    ++c.arrived;
+    if (slicing_) {
+      c.tails.push_back(now_);
+      ThreadblockState& r = tbs_[static_cast<std::size_t>(c.receiver)];
+      if (r.phase == Phase::tail) {
+        r.phase = Phase::working;
+        startPass(c.receiver);
+        return;
+      }
+    }
+    wake(c.receiver);
+  }
+
   // ---- flows ------------------------------------------------------------------------------
-  void startFlow(int t, double bytes, double baseRate, const std::vector<int>& res) {
+  // Starts a flow of threadblock `t`'s current pass; returns its id.
+  int startFlow(int t, double bytes, double baseRate, double efficiency,
+                const std::vector<int>& res) {
     int id;
     if (!freeFlows_.empty()) {
       id = freeFlows_.back();
@@ -674,6 +797,7 @@ class Simulation {
     f.bytes = bytes;
     f.remaining = bytes;
     f.baseRate = baseRate;
+    f.efficiency = efficiency;
     f.updated = now_;
     f.resources.assign(res.begin(), res.end());
     for (int r : f.resources) {
@@ -685,6 +809,7 @@ class Simulation {
     f.rate = 0;
     reschedule(id);
     updateNeighbours(id);
+    return id;
   }
 
   void finishFlow(int id) {
@@ -739,7 +864,9 @@ class Simulation {
           break;
       }
     }
-    return 1.0 / (1.0 / engine + 1.0 / wire);
+    // A slicing device's SM fills slice k+1 while the wire drains slice k (simulator.h).
+    if (slicing_) return f.efficiency * std::min(engine, wire);
+    return f.efficiency / (1.0 / engine + 1.0 / wire);
   }
 
   // Brings `remaining` up to now at the old rate, takes the new rate and re-posts the end.
@@ -874,6 +1001,8 @@ class Simulation {
   topology::Fabric& fabric_;
   const SimOptions& options_;
   const topology::DeviceModel& device_;
+  const bool slicing_;           // device_.slices > 1: the GPU pipelining model
+  const ProtocolCost protocol_;  // of the plan's protocol; Simple's on store-and-forward devices
 
   std::size_t chunkElems_ = 0;
   std::size_t chunkBytes_ = 0;

@@ -3,7 +3,9 @@
 // once per tile (chunks are cut to the FIFO slot as in the interpreter, seed 000 §6.2); a
 // connection is a FIFO of `slots` messages; a message occupies every resource on its route,
 // sharing bandwidth with the flows there (congestion), and arrives α after it is sent; local
-// work (copies out of a slot, reductions at γ) runs on the device's engines.
+// work (copies out of a slot, reductions at γ) runs on the device's engines. On a device that
+// moves steps in slices (DeviceModel::slices > 1, the GPU presets) engine and wire pipeline
+// and a receiver starts on a message's first slice (docs/simulator.md "Passes").
 #pragma once
 
 #include <cstddef>

@@ -57,6 +57,11 @@ constexpr double kNetworkLatency = 1.0 * kUs;       // one switch hop of the fab
 // minus the NVLink hop the route already charges.
 constexpr double kGpuMessageLatency = 3.4 * kUs - kNvlinkLatency;
 
+// Slices per step of NCCL's ring primitives (src/device/primitives.h, collectives.h:
+// ALLREDUCE_CHUNKSTEPS = NCCL_STEPS/2, ALLREDUCE_SLICESTEPS = NCCL_STEPS/4): the SM and the
+// wire pipeline the two halves of a step (DeviceModel::slices).
+constexpr int kNcclRingSlices = 2;
+
 // One threadblock's copy/reduce rate: NCCL's per-channel caps (sim-synth.md §4.1
 // perChMaxRingLL128Bw: Volta/Ampere 20 GB/s, Hopper 36.7 GB/s).
 DeviceModel gpuModel(std::string kind, double perChannel) {
@@ -67,6 +72,7 @@ DeviceModel gpuModel(std::string kind, double perChannel) {
   device.engines = 0;
   device.stepOverhead = 0;
   device.messageLatency = kGpuMessageLatency;
+  device.slices = kNcclRingSlices;
   return device;
 }
 

@@ -171,6 +171,9 @@ void checkDeviceModel(const DeviceModel& device) {
   checkRate(path, "copy_GBps", device.copyRate, false);
   if (device.engines < 0)
     fail(path, fmt::format("engines is {}; use 0 (unlimited) or a positive count", device.engines));
+  if (device.slices < 1)
+    fail(path, fmt::format("slices is {}; use 1 (store and forward) or more (GPU pipelining)",
+                           device.slices));
   if (device.sendPorts < 0)
     fail(path,
          fmt::format("send_ports is {}; use 0 (unlimited) or a positive count", device.sendPorts));

@@ -66,6 +66,14 @@ struct DeviceModel {
   // holds a port from its start until its message arrived, latency included, and waiting
   // steps get ports in request order. 0 = unlimited (latencies overlap).
   int sendPorts = 0;
+  // How a step's bytes pipeline (NCCL prims: a step's chunk moves in slices, and the SM fills
+  // slice k+1 while the wire drains slice k; ring AllReduce chunk = NCCL_STEPS/2 slots, slice =
+  // NCCL_STEPS/4, so 2 slices). 1: store and forward, as on a CPU host where one core copies
+  // and then hands over: a pass's engine and wire times add, and a message is received whole.
+  // > 1: an op is one fused pass whose rate is min(engine, wire); a received message may be
+  // worked on once its first slice arrived, and the step ends no earlier than its last slice
+  // arrived plus one slice of work; the plan's protocol (LL, LL128) scales rate and latency.
+  int slices = 1;
   // When not empty, copyRate / reduceRate as functions of the node's working set, by
   // increasing working set: interpolated log-linearly between points, constant beyond the
   // ends (chorus topology detect measures them for a CPU host).

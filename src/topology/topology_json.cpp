@@ -146,6 +146,7 @@ Json nodeJson(const NodeModel& node) {
                     {"copy_GBps", rounded(device.copyRate / kGB)},
                     {"engines", device.engines},
                     {"send_ports", device.sendPorts},
+                    {"slices", device.slices},
                     {"step_overhead_us", rounded(device.stepOverhead / kUs)},
                     {"message_latency_us", rounded(device.messageLatency / kUs)}};
   for (const auto& [key, curve] : {std::pair{"copy_curve", &device.copyCurve},
@@ -349,8 +350,8 @@ class Reader {
 
   DeviceModel readDevice(const Json& json, const JsonPath& path) const {
     expectObject(json, path,
-                 {"kind", "reduce_GBps", "copy_GBps", "engines", "send_ports", "step_overhead_us",
-                  "message_latency_us", "copy_curve", "reduce_curve"});
+                 {"kind", "reduce_GBps", "copy_GBps", "engines", "send_ports", "slices",
+                  "step_overhead_us", "message_latency_us", "copy_curve", "reduce_curve"});
     DeviceModel device;
     if (json.contains("kind")) device.kind = string(json, path, "kind");
     if (json.contains("reduce_GBps")) device.reduceRate = number(json, path, "reduce_GBps") * kGB;
@@ -359,6 +360,8 @@ class Reader {
       device.engines = integer(json, path, "engines", 0, std::numeric_limits<int>::max());
     if (json.contains("send_ports"))
       device.sendPorts = integer(json, path, "send_ports", 0, std::numeric_limits<int>::max());
+    if (json.contains("slices"))
+      device.slices = integer(json, path, "slices", 1, std::numeric_limits<int>::max());
     if (json.contains("step_overhead_us"))
       device.stepOverhead = number(json, path, "step_overhead_us") * kUs;
     if (json.contains("message_latency_us"))
