@@ -26,6 +26,15 @@ constexpr double kUs = 1e-6;  // seconds per microsecond
 // NICs "utilized at 60%".
 constexpr double kLinkEfficiency = 0.9;
 constexpr double kNicEfficiency = 0.6;
+// The DGX A100 and H100 presets, which docs/simulator.md checks against published cluster
+// measurements, take their NICs from the InfiniBand specification instead: the HDR / NDR data
+// rate (after line encoding) less the headers of each packet at a 4 KiB MTU: LRH 8 + BTH 12 +
+// ICRC 4 + VCRC 2 bytes (InfiniBand Architecture Specification vol. 1, ch. 5-7), 99.4%. Their
+// PCIe (gen4 x16, 31.5 GB/s for HDR; gen5 x16, 63 GB/s for NDR) does not bind. No measurement
+// was used to set this.
+constexpr double kIbMtu = 4096;
+constexpr double kIbPacketHeaders = 8 + 12 + 4 + 2;
+constexpr double kIbPacketEfficiency = kIbMtu / (kIbMtu + kIbPacketHeaders);
 
 // Nominal per-direction rates (sim-synth.md §4 table and its sources).
 constexpr double kNvlink2Brick = 25 * kGB;       // NVLink 2.0 (V100): 25 GB/s/dir per link
@@ -199,12 +208,13 @@ Topology dgx2() {
 Topology dgxA100() {
   NodeBuilder b = nvswitchNode("DGX A100", 8, kA100NvlinkPerGpu, 12);
   for (int n = 0; n < 8; ++n)
-    b.nic({n}, kNicEfficiency * kHdr);
+    b.nic({n}, kIbPacketEfficiency * kHdr);
   b.level("socket", {range(0, 4), range(4, 4)});
   b.device(gpuModel("A100", 20 * kGB));
   return make("dgx-a100",
               "NVIDIA DGX A100: 8 A100 on NVSwitch at 270 GB/s/dir per GPU, 8 HDR NICs at "
-              "15 GB/s, one per GPU (sim-synth.md 4; P2 efficiencies)",
+              "24.8 GB/s, one per GPU (sim-synth.md 4; NVLink at P2's 90%, NICs at the IB data "
+              "rate less packet headers)",
               b.take());
 }
 
@@ -213,12 +223,13 @@ Topology dgxA100() {
 Topology dgxH100() {
   NodeBuilder b = nvswitchNode("DGX H100", 8, kH100NvlinkPerGpu, 18);
   for (int n = 0; n < 8; ++n)
-    b.nic({n}, kNicEfficiency * kNdr);
+    b.nic({n}, kIbPacketEfficiency * kNdr);
   b.level("socket", {range(0, 4), range(4, 4)});
   b.device(gpuModel("H100", 36.7 * kGB));
   return make("dgx-h100",
               "NVIDIA DGX H100: 8 H100 on NVSwitch at 405 GB/s/dir per GPU, 8 NDR NICs at "
-              "30 GB/s, one per GPU (sim-synth.md 4; P2 efficiencies)",
+              "49.7 GB/s, one per GPU (sim-synth.md 4; NVLink at the 90% rule, NICs at the IB "
+              "data rate less packet headers)",
               b.take());
 }
 

@@ -234,6 +234,9 @@ TEST(TopologyPresets, NumbersFollowTheirSources) {
   EXPECT_DOUBLE_EQ(preset("dgx2").node.device.copyRate, 20 * kGB);
   EXPECT_EQ(preset("hgx-a100-16").node.nics.size(), 1u);
   EXPECT_EQ(preset("dgx-a100").node.nics.size(), 8u);
+  // DGX A100 / H100 NICs: the IB data rate less packet headers at a 4 KiB MTU (26 bytes).
+  EXPECT_DOUBLE_EQ(preset("dgx-a100").node.nics[0].bandwidth, 25 * kGB * 4096 / 4122);
+  EXPECT_DOUBLE_EQ(preset("dgx-h100").node.nics[0].bandwidth, 50 * kGB * 4096 / 4122);
   Fabric summit(preset("summit"));
   EXPECT_DOUBLE_EQ(summit.route(0, 1).bandwidth, 45 * kGB);
   EXPECT_DOUBLE_EQ(summit.route(0, 3).bandwidth, 45 * kGB);  // over both CPUs and the X-Bus
