@@ -1,6 +1,7 @@
-// Simulator cost at scale (issue 5; results in docs/simulator.md): wall time per simulated
-// rank-step (one step of one threadblock on one tile) for library algorithms on DGX A100
-// clusters of 64, 256 and 1024 ranks.
+// Simulator cost at scale (issue 5 and 18; results in docs/simulator.md): wall seconds of each
+// stage before and in the simulation (trace, postcondition, compiler passes, verify pass,
+// simulate) and the simulator's wall time per rank-step (one step of one threadblock on one
+// tile) for library algorithms on DGX A100 clusters of 64, 256 and 1024 ranks.
 //
 //   build/bench/bench_sim_scale [--ranks 64,256,1024] [--algorithms allreduce.ring,...]
 //
@@ -9,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,11 @@
 namespace {
 
 using namespace chorus;
+
+double seconds(std::chrono::steady_clock::time_point from,
+               std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
 
 struct Options {
   std::string ranks = "64,256,1024";
@@ -35,8 +42,12 @@ int run(const Options& o) {
   const int perNode = node.node.devices;
   fmt::print("# topology {} ({} devices per node); times are wall-clock on this machine\n",
              o.topology, perNode);
-  fmt::print("# {:<30} {:>6} {:>8} {:>10} {:>12} {:>12} {:>11} {:>12}\n", "algorithm", "ranks",
-             "size", "compile(s)", "rank-steps", "events", "sim(ms)", "ns/rank-step");
+  fmt::print(
+      "# trace: DSL build; post: trace-time postcondition; passes: compiler passes but verify;\n"
+      "# verify: the verify pass; sim: simulate (s); ns/rank-step: sim per simulated step\n");
+  fmt::print("# {:<26} {:>5} {:>6} {:>7} {:>7} {:>7} {:>7} {:>6} {:>11} {:>11} {:>8} {:>7}\n",
+             "algorithm", "ranks", "size", "trace", "post", "passes", "verify", "tiles",
+             "rank-steps", "events", "sim", "ns/step");
   for (auto rankPart : split(o.ranks, ',')) {
     const int ranks = std::stoi(std::string(rankPart));
     topology::Fabric fabric(topology::withNodes(node, ranks / perNode));
@@ -51,18 +62,28 @@ int run(const Options& o) {
         request.nodes = ranks / perNode;
         request.gpusPerNode = perNode;
       }
+      // The stages of algorithms::compileAlgorithm, timed one by one.
+      const auto traceStart = std::chrono::steady_clock::now();
+      const std::unique_ptr<lang::Program> program = algorithms::buildProgram(request);
+      const auto postStart = std::chrono::steady_clock::now();
+      algorithms::requirePostcondition(*program, name);
       const auto compileStart = std::chrono::steady_clock::now();
-      const ir::Algorithm plan = algorithms::compileAlgorithm(request).algorithm;
-      const double compileSeconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - compileStart).count();
+      const compiler::CompileResult compiled = compiler::compileProgram(program->dag(), {});
+      double verifySeconds = 0;
+      double passSeconds = 0;
+      for (const auto& pass : compiled.passes)
+        (pass.name == "verify" ? verifySeconds : passSeconds) += pass.milliseconds / 1e3;
+      const ir::Algorithm& plan = compiled.algorithm;
       for (auto sizePart : split(o.sizes, ',')) {
         sim::SimOptions options;
         options.bytes = parseSize(sizePart);
         const sim::SimResult r = sim::simulate(plan, fabric, options);
         fmt::print(
-            "  {:<30} {:>6} {:>8} {:>10.1f} {:>12} {:>12} {:>11.1f} {:>12.0f}\n", name, ranks,
-            formatSize(options.bytes), compileSeconds, r.stepsExecuted, r.events,
-            r.simSeconds * 1e3,
+            "  {:<26} {:>5} {:>6} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>6} {:>11} {:>11} {:>8.2f} "
+            "{:>7.0f}\n",
+            name, ranks, formatSize(options.bytes), seconds(traceStart, postStart),
+            seconds(postStart, compileStart), passSeconds, verifySeconds, r.tiles, r.stepsExecuted,
+            r.events, r.simSeconds,
             r.stepsExecuted ? r.simSeconds * 1e9 / static_cast<double>(r.stepsExecuted) : 0.0);
         std::fflush(stdout);
       }
@@ -75,7 +96,7 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"Simulator wall time per rank-step at 64, 256 and 1024 ranks"};
+  CLI::App app{"Wall time of trace, compile, verify and simulation at 64, 256 and 1024 ranks"};
   app.add_option("--ranks", o.ranks, "Rank counts (multiples of the node size)")
       ->capture_default_str();
   app.add_option("--algorithms", o.algorithms, "Library algorithms")->capture_default_str();

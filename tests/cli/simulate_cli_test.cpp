@@ -135,6 +135,21 @@ TEST(SimulateCli, AnalyticRingMatchesTheEventSimulation) {
   EXPECT_LT(dgxSim, dgx * 4);
 }
 
+TEST(SimulateCli, AnalyticScalesPastTheCompiledRankBound) {
+  // --analytic evaluates the closed form without compiling the plan: 4096 ranks work although
+  // a compiled plan stops at 1024, and the ring's 2(p-1) latency terms grow with p.
+  const CommandResult r =
+      runCli("simulate allreduce.ring --topology dgx-a100 --nodes 512 --bytes 1G --analytic");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("4096 ranks"));
+  const double large =
+      jsonSeconds("allreduce.ring --topology dgx-a100 --nodes 512 --bytes 1G --analytic");
+  const double small =
+      jsonSeconds("allreduce.ring --topology dgx-a100 --nodes 128 --bytes 1G --analytic");
+  EXPECT_GT(large, small);
+  EXPECT_EQ(runCli("simulate allreduce.ring --topology dgx-a100 --ranks 1 --analytic").exitCode, 2);
+}
+
 TEST(SimulateCli, AnalyticWithoutAFormExplainsAndExitsTwo) {
   const CommandResult r =
       runCli("simulate allreduce.hierarchical --topology dgx-a100 --nodes 2 --analytic");

@@ -118,6 +118,26 @@ Plan compileForTopology(const SimulateArgs& args, const topology::Topology& topo
         fmt::format("unknown --protocol '{}'; use simple, ll or ll128", args.protocol));
   }
   request.protocol = *protocol;
+  const auto collective = ir::parseCollectiveName(info.collective);
+  if (args.analytic && collective) {
+    // The closed forms need the name, collective and rank count only: skip tracing and
+    // compiling, which grow with the ring's p² steps, and the registry's 1024-rank bound
+    // that exists for them.
+    const int ranks = info.shape == algorithms::Shape::nodes && shape.ranks == 0
+                          ? shape.nodes * shape.gpusPerNode
+                          : shape.ranks;
+    if (ranks < info.minRanks)
+      throw OptionError(fmt::format("{} needs at least {} ranks, got {}; use more ranks", info.name,
+                                    info.minRanks, ranks));
+    Plan plan{.algorithm = {},
+              .libraryName = info.name,
+              .defaultParameters = args.shape.sets.empty() && args.shape.instances == 1};
+    plan.algorithm.name = info.name;
+    plan.algorithm.collective = *collective;
+    plan.algorithm.nranks = ranks;
+    plan.algorithm.protocol = request.protocol;
+    return plan;
+  }
   Plan plan{.algorithm = algorithms::compileAlgorithm(request).algorithm,
             .libraryName = info.name,
             .defaultParameters = args.shape.sets.empty() && args.shape.instances == 1};
@@ -152,8 +172,12 @@ sim::AlphaBetaGamma topologyCost(topology::Fabric& fabric, int p) {
         fabric.topology().name, device.sendPorts));
   double latency = 0;
   double bandwidth = std::numeric_limits<double>::infinity();
-  for (int src = 0; src < p; ++src) {
-    for (int dst = 0; dst < p; ++dst) {
+  // A route's latency and bandwidth depend only on the two device indices and whether the
+  // nodes differ (nodes are copies of one model); every such class among ranks [0, p) occurs
+  // among the first two nodes' ranks, since node n holds a subset of node 0's devices.
+  const int covered = std::min(p, 2 * fabric.topology().node.devices);
+  for (int src = 0; src < covered; ++src) {
+    for (int dst = 0; dst < covered; ++dst) {
       if (src == dst) continue;
       const topology::Route& route = fabric.route(src, dst);
       latency = std::max(latency, route.latency);
