@@ -31,7 +31,9 @@ ParamInfo channelsParam() {
           .defaultValue = 1,
           .minValue = 1,
           .maxValue = 32,
-          .description = "channels per ring: chunk c's hops use channel c % channels"};
+          .description =
+              "--ranks: chunk c's hops use channel c % channels; N x G nodes (N > 1): "
+              "one ring per channel, each leaving nodes through another GPU/NIC"};
 }
 
 std::vector<int> allRanks(int count) {

@@ -13,7 +13,7 @@ ParamInfo rootParam();
 // The root parameter's value; OptionError naming the valid range when root >= ranks.
 int rootOf(const std::string& name, const BuildArgs& args);
 
-// The `channels` parameter of ring-based algorithms (1..32, default 1).
+// The `channels` parameter of the ring algorithms (1..32, default 1; see ring.cpp).
 ParamInfo channelsParam();
 
 // 0, 1, ..., count-1.

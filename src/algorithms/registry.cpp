@@ -92,7 +92,8 @@ std::string describeParams(const AlgorithmInfo& info) {
 }
 
 void resolveShape(const AlgorithmInfo& info, const BuildRequest& request, BuildArgs& args) {
-  if (info.shape == Shape::ranks) {
+  const bool nodeShapeGiven = request.nodes != 0 || request.gpusPerNode != 0;
+  if (info.shape == Shape::ranks && !(info.alsoByNodes && nodeShapeGiven)) {
     if (request.nodes != 0 || request.gpusPerNode != 0) {
       throw OptionError(
           fmt::format("{} is sized by --ranks N, not --nodes/--gpus-per-node; use e.g. --ranks {}",
@@ -107,6 +108,12 @@ void resolveShape(const AlgorithmInfo& info, const BuildRequest& request, BuildA
     args.gpusPerNode = request.ranks;
   } else {
     if (request.nodes == 0 || request.gpusPerNode == 0) {
+      if (info.alsoByNodes) {
+        throw OptionError(fmt::format(
+            "{} takes --nodes and --gpus-per-node together (or --ranks N alone); add the missing "
+            "one",
+            info.name));
+      }
       throw OptionError(fmt::format("{} needs the cluster shape; add --nodes N --gpus-per-node G{}",
                                     info.name, request.ranks != 0 ? " instead of --ranks" : ""));
     }

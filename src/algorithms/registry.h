@@ -53,8 +53,8 @@ struct BuildRequest {
 // every declared parameter has a value in range.
 struct BuildArgs {
   int ranks = 0;        // always set (N*G for Shape::nodes)
-  int nodes = 1;        // 1 for Shape::ranks
-  int gpusPerNode = 0;  // == ranks for Shape::ranks
+  int nodes = 1;        // 1 when sized by --ranks
+  int gpusPerNode = 0;  // == ranks when sized by --ranks
   std::map<std::string, int> params;
   lang::ProgramOptions programOptions;
   // The value of a declared parameter (internal error if the name was not declared).
@@ -71,6 +71,10 @@ struct AlgorithmInfo {
   std::string description;  // one line
   std::string citation;     // seed file and section
   Shape shape = Shape::ranks;
+  // A Shape::ranks algorithm that also takes --nodes N --gpus-per-node G (ranks = N*G,
+  // rank = node*G + gpu) and may then lay itself out per node (rail rings); --ranks N builds
+  // exactly what it builds without this flag.
+  bool alsoByNodes = false;
   int minRanks = 2;  // smallest total number of ranks the algorithm supports
   std::vector<ParamInfo> params;
   Builder build = nullptr;

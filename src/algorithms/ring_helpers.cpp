@@ -1,6 +1,8 @@
 // Ring ReduceScatter / AllGather helpers (seed 000 Figure 3(b)).
 #include "algorithms/ring_helpers.h"
 
+#include "support/error.h"
+
 namespace chorus::algorithms {
 namespace {
 
@@ -14,13 +16,21 @@ lang::OpOptions hopOptions(const RingOptions& options, int ringIndex) {
   return op;
 }
 
+int blockStart(const RingOptions& options, int offset, int count, int ringIndex) {
+  if (options.blockIndex.empty()) return offset + ringIndex * count;
+  return options.blockIndex[static_cast<std::size_t>(ringIndex)];
+}
+
 }  // namespace
 
 void ringReduceScatter(lang::Program& program, std::span<const int> ranks, int offset, int count,
                        const RingOptions& options) {
   const int size = static_cast<int>(ranks.size());
+  CHORUS_INTERNAL_ASSERT(
+      options.blockIndex.empty() || static_cast<int>(options.blockIndex.size()) == size,
+      "ring blockIndex must name one block per ring position");
   for (int r = 0; r < size; ++r) {
-    const int index = offset + r * count;
+    const int index = blockStart(options, offset, count, r);
     const lang::OpOptions op = hopOptions(options, r);
     lang::ChunkRef c = program.chunk(ranks[(r + 1) % size], options.buffer, index, count);
     for (int step = 1; step < size; ++step) {
@@ -33,8 +43,11 @@ void ringReduceScatter(lang::Program& program, std::span<const int> ranks, int o
 void ringAllGather(lang::Program& program, std::span<const int> ranks, int offset, int count,
                    const RingOptions& options) {
   const int size = static_cast<int>(ranks.size());
+  CHORUS_INTERNAL_ASSERT(
+      options.blockIndex.empty() || static_cast<int>(options.blockIndex.size()) == size,
+      "ring blockIndex must name one block per ring position");
   for (int r = 0; r < size; ++r) {
-    const int index = offset + r * count;
+    const int index = blockStart(options, offset, count, r);
     const lang::OpOptions op = hopOptions(options, r);
     lang::ChunkRef c = program.chunk(ranks[r], options.buffer, index, count);
     for (int step = 1; step < size; ++step) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <vector>
 
 #include "chorus/lang.h"
 
@@ -15,11 +16,15 @@ struct RingOptions {
   // transfers on each link alternate channels (seed 000 §7.1.1).
   int channel = -1;
   int channelsPerRing = 1;
+  // First chunk of ring position r's block; empty means offset + r*count. Lets a ring whose
+  // rank order is permuted (rail rings) keep every block at its rank's index.
+  std::vector<int> blockIndex = {};
 };
 
 // Ring ReduceScatter (Figure 3(b) lines 4-11): for the ring of R = ranks.size() ranks, block r
-// (chunks offset + r*count ..+count) is reduced along ranks[r+1], ranks[r+2], ... and ends,
-// fully reduced, on ranks[r]. Precondition: every rank holds those chunks in options.buffer.
+// (chunks offset + r*count ..+count, or options.blockIndex[r] ..+count) is reduced along
+// ranks[r+1], ranks[r+2], ... and ends, fully reduced, on ranks[r]. Precondition: every rank holds
+// those chunks in options.buffer.
 void ringReduceScatter(lang::Program& program, std::span<const int> ranks, int offset, int count,
                        const RingOptions& options = {});
 

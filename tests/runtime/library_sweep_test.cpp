@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/registry.h"
@@ -40,6 +41,13 @@ std::vector<SweepCase> sweepCases() {
       if (info.shape == algorithms::Shape::ranks) {
         for (int ranks = std::max(2, info.minRanks); ranks <= 16; ++ranks)
           cases.push_back({info.name, ranks, 0, 0, params});
+        if (info.alsoByNodes) {  // the rail rings: one ring per channel over N x G
+          for (const auto& [nodes, gpus] : {std::pair{2, 2}, {2, 3}, {3, 4}}) {
+            std::map<std::string, int> withChannels = params;
+            withChannels["channels"] = gpus;
+            cases.push_back({info.name, 0, nodes, gpus, withChannels});
+          }
+        }
       } else {
         for (int nodes = 1; nodes <= 4; ++nodes)
           for (int gpus = 1; gpus <= 4; ++gpus)

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <ostream>
 #include <set>
@@ -67,7 +68,23 @@ std::vector<std::map<std::string, int>> settingsOf(const AlgorithmInfo& info) {
   return settings;
 }
 
-// All rank counts 2..16 and all N x G up to 4 x 8 (at least 2 ranks), for every setting.
+// A ranks-shaped algorithm that also takes a node shape (the rings): N x G for N = 2..4,
+// G = 1..8 with channels 2 and G (rail rings, one ring per channel).
+void addRailCases(const AlgorithmInfo& info, const std::map<std::string, int>& params,
+                  std::vector<ShapeCase>& cases) {
+  for (int nodes = 2; nodes <= 4; ++nodes) {
+    for (int gpus = 1; gpus <= 8; ++gpus) {
+      for (int channels : std::set<int>{2, std::max(2, gpus)}) {
+        std::map<std::string, int> withChannels = params;
+        withChannels["channels"] = channels;
+        cases.push_back({info.name, 0, nodes, gpus, withChannels});
+      }
+    }
+  }
+}
+
+// All rank counts 2..16 and all N x G up to 4 x 8 (at least 2 ranks), for every setting; the
+// rings also over N x G with several channels (addRailCases).
 std::vector<ShapeCase> traceCases() {
   std::vector<ShapeCase> cases;
   for (const AlgorithmInfo& info : listAlgorithms()) {
@@ -75,6 +92,7 @@ std::vector<ShapeCase> traceCases() {
       if (info.shape == Shape::ranks) {
         for (int ranks = 2; ranks <= 16; ++ranks)
           cases.push_back({info.name, ranks, 0, 0, params});
+        if (info.alsoByNodes) addRailCases(info, params, cases);
       } else {
         for (int nodes = 1; nodes <= 4; ++nodes) {
           for (int gpus = 1; gpus <= 8; ++gpus) {
@@ -238,7 +256,8 @@ TEST(RegistryTest, RejectsOutOfRangeParameter) {
 
 TEST(RegistryTest, RejectsMissingOrWrongShape) {
   EXPECT_THROW(buildProgram(ranksRequest("allreduce.ring", 0)), OptionError);
-  EXPECT_THROW(buildProgram(nodesRequest("allreduce.ring", 2, 2)), OptionError);
+  // A ranks-only algorithm refuses a node shape (the rings take one: rail_rings_test.cpp).
+  EXPECT_THROW(buildProgram(nodesRequest("allreduce.allpairs", 2, 2)), OptionError);
   EXPECT_THROW(buildProgram(ranksRequest("allreduce.hierarchical", 4)), OptionError);
   EXPECT_THROW(buildProgram(nodesRequest("alltonext", 2, 0)), OptionError);
   try {

@@ -18,8 +18,9 @@
 namespace chorus::cli {
 namespace {
 
-std::string shapeOption(algorithms::Shape shape) {
-  return shape == algorithms::Shape::ranks ? "--ranks" : "--nodes --gpus-per-node";
+std::string shapeOption(const algorithms::AlgorithmInfo& info) {
+  if (info.shape == algorithms::Shape::nodes) return "--nodes --gpus-per-node";
+  return info.alsoByNodes ? "--ranks | --nodes --gpus-per-node" : "--ranks";
 }
 
 std::string paramsSummary(const algorithms::AlgorithmInfo& info) {
@@ -65,8 +66,8 @@ void printTable() {
                                             "DESCRIPTION"};
   std::vector<std::vector<std::string>> rows;
   for (const algorithms::AlgorithmInfo& info : algorithms::listAlgorithms()) {
-    rows.push_back({info.name, info.collective, shapeOption(info.shape), paramsSummary(info),
-                    info.description});
+    rows.push_back(
+        {info.name, info.collective, shapeOption(info), paramsSummary(info), info.description});
   }
   std::vector<std::size_t> widths(headers.size());
   for (std::size_t c = 0; c < headers.size(); ++c) {
@@ -92,7 +93,7 @@ void printTable() {
 // One block per algorithm with every documented field.
 void printLong() {
   for (const algorithms::AlgorithmInfo& info : algorithms::listAlgorithms()) {
-    fmt::print("{}  ({}, {})\n", info.name, info.collective, shapeOption(info.shape));
+    fmt::print("{}  ({}, {})\n", info.name, info.collective, shapeOption(info));
     fmt::print("  {}\n", info.description);
     fmt::print("  parameters:  {}\n", paramsSummary(info));
     fmt::print("  steps:       {}\n", info.steps);
@@ -119,7 +120,9 @@ void printMarkdown() {
       "| wins when | source |\n|---|---|---|---|---|---|---|---|---|\n");
   for (const algorithms::AlgorithmInfo& info : algorithms::listAlgorithms()) {
     fmt::print("| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |\n", info.name, info.collective,
-               info.shape == algorithms::Shape::ranks ? "p ranks" : "N nodes × G",
+               info.shape == algorithms::Shape::nodes ? "N nodes × G"
+               : info.alsoByNodes                     ? "p ranks or N nodes × G"
+                                                      : "p ranks",
                markdownCell(paramsSummary(info)), markdownCell(info.steps),
                markdownCell(info.bytesSent), markdownCell(info.cost), markdownCell(info.winsWhen),
                markdownCell(info.citation));

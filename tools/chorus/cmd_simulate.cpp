@@ -92,11 +92,17 @@ std::vector<std::uint64_t> requestedSizes(const SimulateArgs& args) {
 }
 
 // A library algorithm compiled for the topology's shape unless --ranks, --nodes or
-// --gpus-per-node say otherwise (--nodes also composed the topology).
+// --gpus-per-node say otherwise (--nodes also composed the topology). Ranks-shaped algorithms
+// that also take a node shape (AlgorithmInfo::alsoByNodes) get N x G on a multi-node topology.
 Plan compileForTopology(const SimulateArgs& args, const topology::Topology& topology) {
   const algorithms::AlgorithmInfo& info = algorithms::findAlgorithm(args.target);
   ShapeOptions shape = args.shape;
-  if (info.shape == algorithms::Shape::nodes) {
+  // A ranks-shaped algorithm that also takes a node shape (the rings) gets the topology's
+  // N x G when it spans several nodes, so its channels can use every node's NICs.
+  const bool byNodes =
+      info.shape == algorithms::Shape::nodes ||
+      (info.alsoByNodes && shape.ranks == 0 && (topology.nodes > 1 || shape.gpusPerNode > 0));
+  if (byNodes) {
     if (shape.ranks == 0) {
       if (shape.nodes == 0) shape.nodes = topology.nodes;
       if (shape.gpusPerNode == 0) shape.gpusPerNode = topology.node.devices;
