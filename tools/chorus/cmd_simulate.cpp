@@ -129,9 +129,7 @@ Plan compileForTopology(const SimulateArgs& args, const topology::Topology& topo
     // The closed forms need the name, collective and rank count only: skip tracing and
     // compiling, which grow with the ring's p² steps, and the registry's 1024-rank bound
     // that exists for them.
-    const int ranks = info.shape == algorithms::Shape::nodes && shape.ranks == 0
-                          ? shape.nodes * shape.gpusPerNode
-                          : shape.ranks;
+    const int ranks = byNodes && shape.ranks == 0 ? shape.nodes * shape.gpusPerNode : shape.ranks;
     if (ranks < info.minRanks)
       throw OptionError(fmt::format("{} needs at least {} ranks, got {}; use more ranks", info.name,
                                     info.minRanks, ranks));
