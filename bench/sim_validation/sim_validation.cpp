@@ -173,8 +173,13 @@ algorithms::BuildRequest closestAlgorithm(const Point& p, int channels) {
   } else if (p.ncclAlgorithm == "tree") {
     request.algorithm = "allreduce.double-binary-tree";
   } else {
+    // On the node shape, channel c's ring crosses nodes through GPU c - 1 and so its NIC
+    // (algorithms/rail_rings.h): NCCL's one ring per channel, every rail busy.
     request.algorithm = p.collective + ".ring";
     request.params["channels"] = channels;
+    request.ranks = 0;
+    request.nodes = p.nodes;
+    request.gpusPerNode = p.gpusPerNode;
   }
   return request;
 }
