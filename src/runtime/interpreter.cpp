@@ -399,15 +399,6 @@ class RankExecutor {
       }
     for (const Use& u : uses)
       if (u.lastRead >= u.firstWrite) return false;
-    f.readsBeforeOverwrite.assign(tbs.size(), {});
-    for (std::size_t t = 0; t < tbs.size(); ++t) {
-      f.readsBeforeOverwrite[t].assign(tbs[t].steps.size(), 0);
-      for (std::size_t k = 0; k < tbs[t].steps.size(); ++k) {
-        const ir::Step& s = tbs[t].steps[k];
-        f.readsBeforeOverwrite[t][k] =
-            ir::opReadsSrc(s.op) && s.srcBuffer == ir::BufferKind::input ? 1 : 0;
-      }
-    }
     f.tileOrderedInPlace = 1;
     return true;
   }
@@ -769,8 +760,12 @@ class RankExecutor {
     // A reduced message only exists in the slot.
     bool byReference = false;
     transport::RemoteRegion region;
+    // Tile-ordered in place: a step that reads the input copies what it sends, because the
+    // same threadblock overwrites that tile next (PlanFacts::tileOrderedInPlace).
+    const bool readsTileOverwrittenNext =
+        mem_.tileOrdered && ir::opReadsSrc(s.op) && s.srcBuffer == ir::BufferKind::input;
     if (out && s.op != ir::OpKind::recvReduceSend && task.send->acceptsRemote(messageBytes) &&
-        !(mem_.tileOrdered && facts_->readsBeforeOverwrite[taskIndex(task)][task.step])) {
+        !readsTileOverwrittenNext) {
       const bool fromSrc = s.op == ir::OpKind::send;
       region = mem_.pieces(fromSrc ? s.srcBuffer : s.dstBuffer, fromSrc ? s.srcIndex : s.dstIndex,
                            s.count, offset, len);

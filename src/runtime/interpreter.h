@@ -57,11 +57,10 @@ struct PlanFacts {
   // onto itself aside) all run in the threadblock that overwrites it in the output, before
   // that step. A threadblock runs its steps tile by tile, so each tile is read before the
   // same tile is overwritten and the call needs no private copy: AllToAll in place on the
-  // direct and xor-pairwise plans, NCCL-style. The reading steps must copy what they send
-  // (readsBeforeOverwrite[tb][step]). By reference, every tile would wait until the ledger
-  // gives up on the peer's read and copies the message out (Workspace::evictions).
+  // direct and xor-pairwise plans, NCCL-style. The steps that read the input must copy what
+  // they send: by reference, every tile would wait until the ledger gives up on the peer's
+  // read and copies the message out (Workspace::evictions).
   int tileOrderedInPlace = -1;
-  std::vector<std::vector<char>> readsBeforeOverwrite;
   // An in-place plan called out of place, its input at canonical chunk `firstUsesAtChunk` (-1:
   // not examined yet). `firstUsesFromInput`: every chunk the input fills is touched by one
   // threadblock only, and no step reads one as its destination before writing it; then each
