@@ -308,12 +308,16 @@ int run(const Options& o) {
     plans.push_back(resolve(readPoint(document["points"][i], i), o));
 
   const bool table = o.json != "-";
+  // The id column fits the longest id, so that every row lines up.
+  std::size_t idWidth = 26;
+  for (const Plan& plan : plans)
+    idWidth = std::max(idWidth, plan.point.id.size());
   if (table) {
     fmt::print("# {} published points from {}; error = (predicted - measured) / measured busbw\n",
                plans.size(), o.data);
-    fmt::print("# {:<26} {:<9} {:>5} {:<13} {:<7} {:>7} {:<34} {:>9} {:>9} {:>8} {:>7}\n", "id",
-               "system", "nodes", "collective", "nccl", "size", "chorus algorithm", "meas GB/s",
-               "pred GB/s", "error", "sim(s)");
+    fmt::print("# {:<{}} {:<9} {:>5} {:<13} {:<7} {:>7} {:<34} {:>9} {:>9} {:>8} {:>7}\n", "id",
+               idWidth, "system", "nodes", "collective", "nccl", "size", "chorus algorithm",
+               "meas GB/s", "pred GB/s", "error", "sim(s)");
   }
   std::vector<Row> rows;
   std::vector<double> errors;
@@ -322,14 +326,14 @@ int run(const Options& o) {
     Row row = predict(plan, o);
     if (table) {
       if (row.skipped)
-        fmt::print("  {:<26} {:<9} {:>5} {:<13} {:<7} {:>7} {:<34} {:>9.1f} {:>9} {:>8} {:>7}\n",
-                   p.id, p.system, p.nodes, p.collective, p.ncclAlgorithm, formatSize(p.bytes),
-                   row.algorithm, p.measuredBusbw, "-", "skipped", "-");
+        fmt::print("  {:<{}} {:<9} {:>5} {:<13} {:<7} {:>7} {:<34} {:>9.1f} {:>9} {:>8} {:>7}\n",
+                   p.id, idWidth, p.system, p.nodes, p.collective, p.ncclAlgorithm,
+                   formatSize(p.bytes), row.algorithm, p.measuredBusbw, "-", "skipped", "-");
       else
         fmt::print(
-            "  {:<26} {:<9} {:>5} {:<13} {:<7} {:>7} {:<34} {:>9.1f} {:>9.1f} {:>+7.1f}% "
+            "  {:<{}} {:<9} {:>5} {:<13} {:<7} {:>7} {:<34} {:>9.1f} {:>9.1f} {:>+7.1f}% "
             "{:>7.1f}\n",
-            p.id, p.system, p.nodes, p.collective, p.ncclAlgorithm, formatSize(p.bytes),
+            p.id, idWidth, p.system, p.nodes, p.collective, p.ncclAlgorithm, formatSize(p.bytes),
             row.algorithm, p.measuredBusbw, row.predictedBusbw, 100 * row.error(), row.simSeconds);
       std::fflush(stdout);
     }
