@@ -40,12 +40,12 @@ struct ParamInfo {
 
 // Everything a caller may choose. Unset shape fields are 0.
 struct BuildRequest {
-  std::string algorithm;              // registry name, e.g. "allreduce.ring"
-  int ranks = 0;                      // Shape::ranks
-  int nodes = 0;                      // Shape::nodes
-  int gpusPerNode = 0;                // Shape::nodes
-  std::map<std::string, int> params;  // overrides of the declared parameters
-  int instances = 1;                  // program-wide replication (lang::ProgramOptions)
+  std::string algorithm;                   // registry name, e.g. "allreduce.ring"
+  int ranks = 0;                           // Shape::ranks
+  int nodes = 0;                           // Shape::nodes
+  int gpusPerNode = 0;                     // Shape::nodes
+  std::map<std::string, int> params = {};  // overrides of the declared parameters
+  int instances = 1;                       // program-wide replication (lang::ProgramOptions)
   ir::Protocol protocol = ir::Protocol::simple;
 };
 

@@ -75,10 +75,13 @@ std::unique_ptr<lang::Program> buildAllGatherRails(const std::string& name, cons
   const int channels = args.param("channels");
   auto program = std::make_unique<lang::Program>(name, lang::allGather(size, channels, false),
                                                  args.programOptions);
-  for (int r = 0; r < size; ++r) {
-    program->chunk(r, lang::Buffer::input, 0, channels).copy(r, lang::Buffer::output, r * channels);
-  }
   for (int c = 0; c < channels; ++c) {
+    // Each channel copies its own slice of the rank's input into the output in its own
+    // threadblock: the k copies run side by side, and no ring waits for the whole input.
+    for (int r = 0; r < size; ++r) {
+      program->chunk(r, lang::Buffer::input, c)
+          .copy(r, lang::Buffer::output, r * channels + c, {.channel = c});
+    }
     const std::vector<int> ring = railRing(c, args.nodes, args.gpusPerNode);
     ringAllGather(*program, ring, 0, 1,
                   railRingOptions(lang::Buffer::output, c, ring,

@@ -1,5 +1,6 @@
-// Compiles a library algorithm for a runtime test (tests/runtime): by rank count, or by
-// nodes x GPUs when `nodes` is set, with optional parameter settings.
+// Compiles a library algorithm for a test: compileForTest for a runtime test (tests/runtime), by
+// rank count, or by nodes x GPUs when `nodes` is set, with optional parameter settings;
+// compileForTiming for a simulator test (tests/sim), any request, without the verifier.
 #pragma once
 
 #include <map>
@@ -19,6 +20,13 @@ inline ir::Algorithm compileForTest(const std::string& name, int ranks, int node
   request.gpusPerNode = gpus;
   request.params = params;
   return algorithms::compileAlgorithm(request).algorithm;
+}
+
+// The compiler's own tests verify every library algorithm; a timing test only needs the IR.
+inline ir::Algorithm compileForTiming(const algorithms::BuildRequest& request) {
+  compiler::CompileOptions options;
+  options.verify = false;
+  return algorithms::compileAlgorithm(request, options).algorithm;
 }
 
 }  // namespace chorus::testing_support

@@ -10,6 +10,7 @@
 
 #include "algorithms/registry.h"
 #include "ir/algorithm.h"
+#include "runtime/compile_for_test.h"
 #include "sim/closed_form.h"
 #include "sim/simulator.h"
 #include "topology/fabric.h"
@@ -25,19 +26,10 @@ constexpr double kLargeAlpha = 200e-6;  // above a 1 MiB chunk's wire time: α t
 constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 constexpr int kOnePort = 1;
 
-ir::Algorithm compileLibrary(const std::string& name, int ranks) {
-  algorithms::BuildRequest request;
-  request.algorithm = name;
-  request.ranks = ranks;
-  compiler::CompileOptions options;
-  options.verify = false;  // the compiler's own tests verify; here only the timing matters
-  return algorithms::compileAlgorithm(request, options).algorithm;
-}
-
 // Simulated seconds of library algorithm `name` on p one-port ranks, without tiling.
 double simulateOnePort(const std::string& name, int p, std::uint64_t bytes, double alpha) {
   topology::Fabric fabric(topology::uniformTopology(p, alpha, kBandwidth, kReduceRate, kOnePort));
-  return sim::simulate(compileLibrary(name, p), fabric,
+  return sim::simulate(testing_support::compileForTiming({.algorithm = name, .ranks = p}), fabric,
                        sim::SimOptions{.bytes = bytes, .tiling = false})
       .seconds;
 }
@@ -62,7 +54,8 @@ TEST_P(OnePortAgreement, SimulatorWithinOnePercent) {
           << name << " has no one-port form at p = " << p;
       continue;
     }
-    const ir::Algorithm algorithm = compileLibrary(name, p);
+    const ir::Algorithm algorithm =
+        testing_support::compileForTiming({.algorithm = name, .ranks = p});
     for (double alpha : {kSmallAlpha, kLargeAlpha}) {
       topology::Fabric fabric(
           topology::uniformTopology(p, alpha, kBandwidth, kReduceRate, kOnePort));
@@ -226,9 +219,11 @@ TEST(OnePort, SerializesAPairwiseAlltoall) {
   const int p = 8;
   const double alpha = kLargeAlpha;
   topology::Fabric multiPort(topology::uniformTopology(p, alpha, kBandwidth, kReduceRate));
-  const double many = sim::simulate(compileLibrary("alltoall.pairwise", p), multiPort,
-                                    sim::SimOptions{.bytes = kRowBytes, .tiling = false})
-                          .seconds;
+  const double many =
+      sim::simulate(
+          testing_support::compileForTiming({.algorithm = "alltoall.pairwise", .ranks = p}),
+          multiPort, sim::SimOptions{.bytes = kRowBytes, .tiling = false})
+          .seconds;
   const double one = simulateOnePort("alltoall.pairwise", p, kRowBytes, alpha);
   EXPECT_NEAR(one / many, p - 1.0, 0.01 * (p - 1));
 }
