@@ -18,45 +18,104 @@
 //      N = 3, G = 2:   level 1: L0 <-> L1          level 2: L2 -> L0, L2 -> L1 (no node 3),
 //                               (L2 idle)                   L0 -> L2 (nodes 0-1)
 //      every leader then forwards each received range to its GPU 1.
+//
+// Parameter `channels` = k (default 1: the algorithm above, unchanged): chunk factor k, and k
+// instances of steps 1-3 with their own leaders, so k NICs per node cross nodes instead of one
+// (k = G: every rail). Node n's output block holds G·k parts, GPU-major (GPU i's part p at
+// position i·k + p, the collective's layout); instance c owns positions [c·G, (c+1)·G) of
+// every node's block, and its leader is GPU floor(c·G/k), the GPU holding the first of them
+// (distinct GPUs for k <= G; at k = G each GPU leads the instance of its own parts, so
+// nothing is gathered). Instance c's gather and leader exchange run on channel 2c, its
+// forwards on channel 2c+1 (separate channels keep a forward from fusing with a receive).
+// Instance c's share of consecutive nodes is not contiguous when k > 1, so each exchanged
+// group and each forward is one message per node.
+//
+//      G = 2, k = 2, node block [a0 a1 | b0 b1]:  instance 0 = a0 a1 (leader GPU 0),
+//      instance 1 = b0 b1 (leader GPU 1): GPU 0's NIC and GPU 1's NIC each carry half.
+#include <algorithm>
+#include <utility>
 #include <vector>
 
+#include "algorithms/common.h"
 #include "algorithms/families.h"
 
 namespace chorus::algorithms {
 namespace {
 
-std::unique_ptr<lang::Program> buildAllGatherHierarchical(const std::string& name,
-                                                          const BuildArgs& args) {
-  const int nodes = args.nodes;
-  const int gpus = args.gpusPerNode;
-  auto program = std::make_unique<lang::Program>(name, lang::allGather(args.ranks, 1, false),
-                                                 args.programOptions);
-  auto rankOf = [gpus](int node, int gpu) { return node * gpus + gpu; };
-  // Leader of node n forwards output chunks [first, first + count) to every other local GPU.
-  auto forward = [&](int node, int first, int count) {
-    const lang::ChunkRef range =
-        program->chunk(rankOf(node, 0), lang::Buffer::output, first, count);
-    for (int g = 1; g < gpus; ++g)
-      range.copy(rankOf(node, g), lang::Buffer::output, first);
-  };
-
-  for (int n = 0; n < nodes; ++n) {
-    for (int g = 0; g < gpus; ++g) {
-      const lang::ChunkRef own = program->chunk(rankOf(n, g), lang::Buffer::input, 0);
-      own.copy(rankOf(n, g), lang::Buffer::output, rankOf(n, g));
-      if (g != 0) own.copy(rankOf(n, 0), lang::Buffer::output, rankOf(n, g));
+// The shape of one build: N x G GPUs, k parts per rank (= instances).
+struct Layout {
+  int nodes = 1;
+  int gpus = 1;
+  int parts = 1;
+  int rank(int node, int gpu) const { return node * gpus + gpu; }
+  // Output index of part `part` of GPU `gpu` of node `node`.
+  int index(int node, int gpu, int part) const { return rank(node, gpu) * parts + part; }
+  // Instance c's share of nodes [first, first + count) as (index, count) runs of the output,
+  // one per node, merged where contiguous (always when k = 1).
+  std::vector<std::pair<int, int>> runs(int instance, int first, int count) const {
+    std::vector<std::pair<int, int>> result;
+    for (int n = first; n < first + count; ++n) {
+      const int index = n * gpus * parts + instance * gpus;
+      if (!result.empty() && result.back().first + result.back().second == index)
+        result.back().second += gpus;
+      else
+        result.emplace_back(index, gpus);
     }
-    const int base = rankOf(n, 0);
-    for (int g = 1; g < gpus; ++g) {
-      program->chunk(base, lang::Buffer::output, base, g)
-          .copy(rankOf(n, g), lang::Buffer::output, base);
-      if (g + 1 < gpus) {
-        program->chunk(base, lang::Buffer::output, base + g + 1, gpus - g - 1)
-            .copy(rankOf(n, g), lang::Buffer::output, base + g + 1);
+    return result;
+  }
+};
+
+// Channel hints of instance c: none with one instance (the compiler chooses, as before).
+lang::OpOptions onChannel(const Layout& layout, int instance, int channel) {
+  if (layout.parts == 1) return {};
+  return {.channel = 2 * instance + channel};
+}
+
+constexpr int kLeaderChannel = 0;   // gather and exchange between leaders
+constexpr int kForwardChannel = 1;  // leader to the other local GPUs
+
+// Step 1 and its forwards for node n: own parts to the output, each instance's
+// parts to its leader, each leader forwarding its share (less the receiver's own parts).
+void gatherNode(lang::Program& program, const Layout& layout, int n) {
+  const int gpus = layout.gpus;
+  const int parts = layout.parts;
+  for (int g = 0; g < gpus; ++g) {
+    const int rank = layout.rank(n, g);
+    const lang::ChunkRef own = program.chunk(rank, lang::Buffer::input, 0, parts);
+    own.copy(rank, lang::Buffer::output, layout.index(n, g, 0));
+    for (int c = 0; c < parts; ++c) {
+      const int leader = instanceLeader(c, gpus, parts);
+      const PartRange range = partsOfInstance(g, c, gpus, parts);
+      if (g == leader || range.count == 0) continue;
+      own.slice(range.first, range.count)
+          .copy(layout.rank(n, leader), lang::Buffer::output, layout.index(n, g, range.first),
+                onChannel(layout, c, kLeaderChannel));
+    }
+  }
+  for (int c = 0; c < parts; ++c) {
+    const int leader = instanceLeader(c, gpus, parts);
+    const int first = layout.index(n, 0, 0) + c * gpus;  // instance c's share: [first, last)
+    const int last = first + gpus;
+    for (int g = 0; g < gpus; ++g) {
+      if (g == leader) continue;
+      const int ownFirst = layout.index(n, g, 0);
+      const int ownLast = ownFirst + parts;
+      for (const auto& [lo, hi] : {std::pair{first, std::min(last, ownFirst)},
+                                   std::pair{std::max(first, ownLast), last}}) {
+        if (lo >= hi) continue;
+        program.chunk(layout.rank(n, leader), lang::Buffer::output, lo, hi - lo)
+            .copy(layout.rank(n, g), lang::Buffer::output, lo,
+                  onChannel(layout, c, kForwardChannel));
       }
     }
   }
+}
 
+// Steps 2-3 for instance c: recursive doubling between the leaders, each forwarding what it
+// receives to its local GPUs.
+void exchangeLeaders(lang::Program& program, const Layout& layout, int c) {
+  const int nodes = layout.nodes;
+  const int leader = instanceLeader(c, layout.gpus, layout.parts);
   for (int half = 1; half < nodes; half *= 2) {
     for (int n = 0; n < nodes; ++n) {
       const int groupBase = n / half * half;
@@ -65,12 +124,34 @@ std::unique_ptr<lang::Program> buildAllGatherHierarchical(const std::string& nam
       const int siblingSize = std::min(siblingBase + half, nodes) - siblingBase;
       const int partner = n ^ half;
       const int sender = partner < nodes ? partner : siblingBase + (n - groupBase) % siblingSize;
-      program
-          ->chunk(rankOf(sender, 0), lang::Buffer::output, siblingBase * gpus, siblingSize * gpus)
-          .copy(rankOf(n, 0), lang::Buffer::output, siblingBase * gpus);
-      forward(n, siblingBase * gpus, siblingSize * gpus);
+      const std::vector<std::pair<int, int>> runs = layout.runs(c, siblingBase, siblingSize);
+      for (const auto& [index, count] : runs) {
+        program.chunk(layout.rank(sender, leader), lang::Buffer::output, index, count)
+            .copy(layout.rank(n, leader), lang::Buffer::output, index,
+                  onChannel(layout, c, kLeaderChannel));
+      }
+      for (const auto& [index, count] : runs) {
+        const lang::ChunkRef range =
+            program.chunk(layout.rank(n, leader), lang::Buffer::output, index, count);
+        for (int g = 0; g < layout.gpus; ++g)
+          if (g != leader)
+            range.copy(layout.rank(n, g), lang::Buffer::output, index,
+                       onChannel(layout, c, kForwardChannel));
+      }
     }
   }
+}
+
+std::unique_ptr<lang::Program> buildAllGatherHierarchical(const std::string& name,
+                                                          const BuildArgs& args) {
+  const Layout layout{
+      .nodes = args.nodes, .gpus = args.gpusPerNode, .parts = args.param("channels")};
+  auto program = std::make_unique<lang::Program>(
+      name, lang::allGather(args.ranks, layout.parts, false), args.programOptions);
+  for (int n = 0; n < layout.nodes; ++n)
+    gatherNode(*program, layout, n);
+  for (int c = 0; c < layout.parts; ++c)
+    exchangeLeaders(*program, layout, c);
   return program;
 }
 
@@ -85,7 +166,9 @@ std::vector<AlgorithmInfo> hierarchicalAllGatherAlgorithms() {
        .citation = "seed 002 Algorithm 1 (Hierarchical allgather + overlap), §III-A",
        .shape = Shape::nodes,
        .minRanks = 2,
-       .params = {},
+       .params = {instanceChannelsParam(
+           "k instances, each on 1/k of every rank's data with its own leader GPU "
+           "floor(c·G/k) per node, so k NICs cross nodes; channels 2c and 2c+1")},
        .build = &buildAllGatherHierarchical,
        .steps = "⌈lg N⌉ inter-node + 2 intra-node (gather, last forward)",
        .bytesSent =

@@ -15,6 +15,16 @@
 //   Figure 8 indexes (m,g)'s scratch by (n,i) = n*G+i; nodes n > m shift down by one slot here
 //   so the scratch holds only the (N-1)*G chunks that really pass through it.
 //
+//   Parameter `channels` = k (default 1: the above, unchanged): chunk factor k, so the G
+//   chunks (m,g) forwards to (n,g) are G·k parts, source-GPU-major (part p of (m,i) at
+//   position i·k + p, their order in (n,g)'s output). k instances each take G consecutive
+//   positions, instance c those in [c·G, (c+1)·G), and run both steps on them: every source
+//   copies its parts in that range to (m,g)'s scratch region of instance c, and (m,g) sends
+//   the region as one count-G transfer to (n,g)'s output at m·G·k + c·G. Instance c's
+//   NVLink copies (same-node chunks included) run on channel 2c, its transfers across nodes
+//   on channel 2c+1. Every instance sends from (m,g) to (n,g), through GPU g's NIC, so the
+//   rails stay as evenly loaded as with k = 1, each carrying 1/k per channel.
+//
 // Node-pair route (three-step and hierarchical): all chunks from node a's GPUs to GPUs
 // [lo, lo+w) of node b cross the network as ONE message:
 //   1. gather: each GPU (a,i) sends its w chunks for those GPUs (contiguous in its input) as one
@@ -56,6 +66,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "algorithms/common.h"
 #include "algorithms/families.h"
 
 namespace chorus::algorithms {
@@ -71,8 +82,9 @@ NodeShape shapeOf(const BuildArgs& args) {
   return {.nodes = args.nodes, .gpus = args.gpusPerNode};
 }
 
-std::unique_ptr<lang::Program> newAllToAll(const std::string& name, const BuildArgs& args) {
-  return std::make_unique<lang::Program>(name, lang::allToAll(args.ranks, 1, false),
+std::unique_ptr<lang::Program> newAllToAll(const std::string& name, const BuildArgs& args,
+                                           int chunkFactor = 1) {
+  return std::make_unique<lang::Program>(name, lang::allToAll(args.ranks, chunkFactor, false),
                                          args.programOptions);
 }
 
@@ -146,22 +158,40 @@ std::unique_ptr<lang::Program> buildTwoStep(const std::string& name, const Build
   const NodeShape shape = shapeOf(args);
   const int nodes = shape.nodes;
   const int gpus = shape.gpus;
-  auto program = newAllToAll(name, args);
+  const int parts = args.param("channels");
+  auto program = newAllToAll(name, args, parts);
+  // Instance c's channel hints: none with one instance (the compiler chooses, as before).
+  auto onChannel = [parts](int instance, int channel) -> lang::OpOptions {
+    if (parts == 1) return {};
+    return {.channel = 2 * instance + channel};
+  };
+  // Scratch of (m,g): one region of G parts per instance and remote node.
+  auto region = [&](int instance, int slot) { return (instance * (nodes - 1) + slot) * gpus; };
   for (int n = 0; n < nodes; ++n) {
     for (int g = 0; g < gpus; ++g) {
       for (int m = 0; m < nodes; ++m) {
-        for (int i = 0; i < gpus; ++i) {
-          lang::ChunkRef c =
-              program->chunk(shape.rank(m, i), lang::Buffer::input, shape.rank(n, g));
-          if (n == m) {
-            c.copy(shape.rank(n, g), lang::Buffer::output, shape.rank(m, i));
-          } else {
-            c.copy(shape.rank(m, g), lang::Buffer::scratch, remoteSlot(n, m) * gpus + i);
+        for (int c = 0; c < parts; ++c) {
+          for (int i = 0; i < gpus; ++i) {
+            const PartRange range = partsOfInstance(i, c, gpus, parts);
+            if (range.count == 0) continue;
+            lang::ChunkRef piece =
+                program->chunk(shape.rank(m, i), lang::Buffer::input,
+                               shape.rank(n, g) * parts + range.first, range.count);
+            if (n == m) {
+              piece.copy(shape.rank(n, g), lang::Buffer::output,
+                         shape.rank(m, i) * parts + range.first, onChannel(c, 0));
+            } else {
+              piece.copy(shape.rank(m, g), lang::Buffer::scratch,
+                         region(c, remoteSlot(n, m)) + i * parts + range.first - c * gpus,
+                         onChannel(c, 0));
+            }
           }
-        }
-        if (n != m) {
-          program->chunk(shape.rank(m, g), lang::Buffer::scratch, remoteSlot(n, m) * gpus, gpus)
-              .copy(shape.rank(n, g), lang::Buffer::output, m * gpus);
+          if (n != m) {
+            program
+                ->chunk(shape.rank(m, g), lang::Buffer::scratch, region(c, remoteSlot(n, m)), gpus)
+                .copy(shape.rank(n, g), lang::Buffer::output, m * gpus * parts + c * gpus,
+                      onChannel(c, 1));
+          }
         }
       }
     }
@@ -328,7 +358,9 @@ std::vector<AlgorithmInfo> hierarchicalAllToAllAlgorithms() {
        .citation = "seed 000 §7.3 Figure 8",
        .shape = Shape::nodes,
        .minRanks = 2,
-       .params = {},
+       .params = {instanceChannelsParam(
+           "k instances, each on G of the G·k parts (G GPUs × k parts) a GPU pair exchanges, "
+           "on channels 2c (NVLink) and 2c+1 (across nodes)")},
        .build = &buildTwoStep,
        .steps = "2",
        .bytesSent = "(G−1)/G · n intra + (N−1)/N · n inter",

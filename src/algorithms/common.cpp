@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
+#include <utility>
 
 #include "support/error.h"
 
@@ -34,6 +36,25 @@ ParamInfo channelsParam() {
           .description =
               "--ranks: chunk c's hops use channel c % channels; N x G nodes (N > 1): "
               "one ring per channel, each leaving nodes through another GPU/NIC"};
+}
+
+ParamInfo instanceChannelsParam(std::string description) {
+  return {.name = "channels",
+          .defaultValue = 1,
+          .minValue = 1,
+          .maxValue = 16,
+          .description = std::move(description)};
+}
+
+PartRange partsOfInstance(int gpu, int instance, int gpus, int parts) {
+  const int first = std::max(gpu * parts, instance * gpus);
+  const int last = std::min((gpu + 1) * parts, (instance + 1) * gpus);
+  if (first >= last) return {};
+  return {.first = first - gpu * parts, .count = last - first};
+}
+
+int instanceLeader(int instance, int gpus, int parts) {
+  return instance * gpus / parts;
 }
 
 std::vector<int> allRanks(int count) {

@@ -15,8 +15,18 @@
 //
 // Parameter `schedule`: 1 (default) puts the phases on channels 0/1/2 as §5.1 does; 0 leaves
 // every channel to the compiler.
+//
+// Parameter `channels` = k (default 1: the algorithm above, unchanged): k instances of it, each
+// on 1/k of the data, so k threadblocks per GPU drive NVLink and every NIC (the inter-node
+// rings already use every GPU's NIC, and each instance loads them equally).
+//   schedule=1: chunk factor N*G*k; instance c runs steps 1-4 on chunks c*N*G .. (c+1)*N*G-1
+//     (contiguous, so every transfer keeps its count) with its phases on channels 3c, 3c+1,
+//     3c+2. The MSCCL XML format caps channels at 32, so XML export takes k <= 10.
+//   schedule=0: parallelize(k) over the whole program (seed 000 §5.1 chunk parallelization):
+//     the compiler cuts every chunk into k parts and gives each replica its own channels.
 #include <vector>
 
+#include "algorithms/common.h"
 #include "algorithms/families.h"
 #include "algorithms/ring_helpers.h"
 
@@ -26,6 +36,7 @@ namespace {
 constexpr int kIntraReduceScatterChannel = 0;
 constexpr int kInterNodeChannel = 1;
 constexpr int kIntraAllGatherChannel = 2;
+constexpr int kChannelsPerInstance = 3;
 
 std::vector<int> nodeRanks(int node, int gpus) {
   std::vector<int> ranks;
@@ -44,26 +55,33 @@ std::vector<int> crossRanks(int gpu, int nodes, int gpus) {
 std::unique_ptr<lang::Program> buildHierarchical(const std::string& name, const BuildArgs& args) {
   const int nodes = args.nodes;
   const int gpus = args.gpusPerNode;
+  const int block = nodes * gpus;
+  const int channels = args.param("channels");
   const bool manual = args.param("schedule") == 1;
+  const int instances = manual ? channels : 1;
   auto program = std::make_unique<lang::Program>(
-      name, lang::allReduce(nodes * gpus, nodes * gpus, true), args.programOptions);
-  auto onChannel = [manual](int channel) {
-    RingOptions options;
-    options.channel = manual ? channel : -1;
-    return options;
-  };
+      name, lang::allReduce(block, block * instances, true), args.programOptions);
+  const lang::Program::ParallelScope parallel = program->parallelize(manual ? 1 : channels);
 
-  for (int n = 0; n < nodes; ++n) {
-    ringReduceScatter(*program, nodeRanks(n, gpus), 0, nodes,
-                      onChannel(kIntraReduceScatterChannel));
-  }
-  for (int g = 0; g < gpus; ++g) {
-    const std::vector<int> cross = crossRanks(g, nodes, gpus);
-    ringReduceScatter(*program, cross, g * nodes, 1, onChannel(kInterNodeChannel));
-    ringAllGather(*program, cross, g * nodes, 1, onChannel(kInterNodeChannel));
-  }
-  for (int n = 0; n < nodes; ++n) {
-    ringAllGather(*program, nodeRanks(n, gpus), 0, nodes, onChannel(kIntraAllGatherChannel));
+  for (int c = 0; c < instances; ++c) {
+    const int base = c * block;
+    auto onChannel = [manual, c](int channel) {
+      RingOptions options;
+      options.channel = manual ? c * kChannelsPerInstance + channel : -1;
+      return options;
+    };
+    for (int n = 0; n < nodes; ++n) {
+      ringReduceScatter(*program, nodeRanks(n, gpus), base, nodes,
+                        onChannel(kIntraReduceScatterChannel));
+    }
+    for (int g = 0; g < gpus; ++g) {
+      const std::vector<int> cross = crossRanks(g, nodes, gpus);
+      ringReduceScatter(*program, cross, base + g * nodes, 1, onChannel(kInterNodeChannel));
+      ringAllGather(*program, cross, base + g * nodes, 1, onChannel(kInterNodeChannel));
+    }
+    for (int n = 0; n < nodes; ++n) {
+      ringAllGather(*program, nodeRanks(n, gpus), base, nodes, onChannel(kIntraAllGatherChannel));
+    }
   }
   return program;
 }
@@ -82,7 +100,10 @@ std::vector<AlgorithmInfo> hierarchicalAlgorithms() {
                    .defaultValue = 1,
                    .minValue = 0,
                    .maxValue = 1,
-                   .description = "0 = compiler picks channels, 1 = channels 0/1/2 per phase"}},
+                   .description = "0 = compiler picks channels, 1 = channels 0/1/2 per phase"},
+                  instanceChannelsParam(
+                      "k instances, each on 1/k of the data; schedule=1: instance c on chunks "
+                      "c·NG.., phases on channels 3c..3c+2; schedule=0: parallelize(k)")},
        .build = &buildHierarchical,
        .steps = "2(G−1) + 2(N−1)",
        .bytesSent = "2(G−1)/G · n intra + 2(N−1)/(NG) · n inter",

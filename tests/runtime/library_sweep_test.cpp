@@ -1,10 +1,12 @@
 // Every library algorithm at every rank count 2..16 (node-shaped ones at every N x G up to
-// 4 x 4), and each other named value of its parameters (alltonext direction=backward), runs on
+// 4 x 4; with `channels`, also k = 2, 3 at 2x2, 2x3, 3x2, and the rings one ring per GPU at 2x2,
+// 2x3, 3x4), and each other named value of its parameters (alltonext direction=backward), runs on
 // the thread transport with the exact result: one element, and a count no chunking divides
 // (int32 sum; other types and ops are covered by thread_run_test.cpp); the odd count also with
 // every message by reference and with streaming stores.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -34,6 +36,11 @@ std::vector<std::map<std::string, int>> settingsOf(const algorithms::AlgorithmIn
   return settings;
 }
 
+bool takesParam(const algorithms::AlgorithmInfo& info, const std::string& name) {
+  return std::any_of(info.params.begin(), info.params.end(),
+                     [&](const algorithms::ParamInfo& param) { return param.name == name; });
+}
+
 std::vector<SweepCase> sweepCases() {
   std::vector<SweepCase> cases;
   for (const algorithms::AlgorithmInfo& info : algorithms::listAlgorithms()) {
@@ -53,6 +60,19 @@ std::vector<SweepCase> sweepCases() {
           for (int gpus = 1; gpus <= 4; ++gpus)
             if (nodes * gpus >= std::max(2, info.minRanks))
               cases.push_back({info.name, 0, nodes, gpus, params});
+        if (takesParam(info, "channels")) {  // k instances (hierarchical, two-step, 2d)
+          for (const auto& [nodes, gpus] : {std::pair{2, 2}, {2, 3}, {3, 2}}) {
+            for (int channels : {2, 3}) {
+              std::map<std::string, int> withChannels = params;
+              withChannels["channels"] = channels;
+              cases.push_back({info.name, 0, nodes, gpus, withChannels});
+              if (takesParam(info, "schedule")) {  // the compiler's schedule: parallelize(k)
+                withChannels["schedule"] = 0;
+                cases.push_back({info.name, 0, nodes, gpus, withChannels});
+              }
+            }
+          }
+        }
       }
     }
   }

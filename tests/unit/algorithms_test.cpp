@@ -68,23 +68,29 @@ std::vector<std::map<std::string, int>> settingsOf(const AlgorithmInfo& info) {
   return settings;
 }
 
-// A ranks-shaped algorithm that also takes a node shape (the rings): N x G for N = 2..4,
-// G = 1..8 with channels 2 and G (rail rings, one ring per channel).
-void addRailCases(const AlgorithmInfo& info, const std::map<std::string, int>& params,
-                  std::vector<ShapeCase>& cases) {
-  for (int nodes = 2; nodes <= 4; ++nodes) {
+bool takesChannels(const AlgorithmInfo& info) {
+  return std::any_of(info.params.begin(), info.params.end(),
+                     [](const ParamInfo& param) { return param.name == "channels"; });
+}
+
+// An algorithm with `channels` over a node shape: N x G for N = 2..4 (rings: a ranks-shaped
+// algorithm that also takes a node shape) or 1..4 (node-shaped), G = 1..8, with channels 2 and
+// G (rail rings: one ring per channel; hierarchical and two-step: one instance per channel).
+void addChannelCases(const AlgorithmInfo& info, const std::map<std::string, int>& params,
+                     std::vector<ShapeCase>& cases) {
+  for (int nodes = info.shape == Shape::ranks ? 2 : 1; nodes <= 4; ++nodes) {
     for (int gpus = 1; gpus <= 8; ++gpus) {
       for (int channels : std::set<int>{2, std::max(2, gpus)}) {
         std::map<std::string, int> withChannels = params;
         withChannels["channels"] = channels;
-        cases.push_back({info.name, 0, nodes, gpus, withChannels});
+        if (nodes * gpus >= 2) cases.push_back({info.name, 0, nodes, gpus, withChannels});
       }
     }
   }
 }
 
 // All rank counts 2..16 and all N x G up to 4 x 8 (at least 2 ranks), for every setting; the
-// rings also over N x G with several channels (addRailCases).
+// algorithms with `channels` also over N x G with several channels (addChannelCases).
 std::vector<ShapeCase> traceCases() {
   std::vector<ShapeCase> cases;
   for (const AlgorithmInfo& info : listAlgorithms()) {
@@ -92,13 +98,14 @@ std::vector<ShapeCase> traceCases() {
       if (info.shape == Shape::ranks) {
         for (int ranks = 2; ranks <= 16; ++ranks)
           cases.push_back({info.name, ranks, 0, 0, params});
-        if (info.alsoByNodes) addRailCases(info, params, cases);
+        if (info.alsoByNodes && takesChannels(info)) addChannelCases(info, params, cases);
       } else {
         for (int nodes = 1; nodes <= 4; ++nodes) {
           for (int gpus = 1; gpus <= 8; ++gpus) {
             if (nodes * gpus >= 2) cases.push_back({info.name, 0, nodes, gpus, params});
           }
         }
+        if (takesChannels(info)) addChannelCases(info, params, cases);
       }
     }
   }
