@@ -262,6 +262,23 @@ std::optional<double> reduceScatterRecursiveHalving(const Call& call) {
   return floorLog2(call.p) * a + (call.p - 1) * c * (b + g);
 }
 
+// lg p·α + (p lg p − (p−1))c(β + γ), p = 2^k: sim-synth "Reduce-scatter recursive doubling
+// (non-commutative)" lg p·α + n(lg p − (p−1)/p)(β + γ) with the block rounded. Round m = 1, 2,
+// ..., p/2 sends and reduces (p − m) blocks, one message, after the previous round's
+// reductions. Seed 001 prints the γ term as lg p·((p−1)/p)·nγ, which disagrees with its own
+// per-step volumes n − 2^k·n/p for p ≥ 4; this is the volume every rank receives and reduces.
+// Non-powers as reduceScatterRecursiveHalving: no form. No one-port form either: there a
+// rank's reduction of blocks its next message does not carry can overlap that message,
+// depending on where the received range wraps in the rank's rotated buffer, and the simulator
+// comes in below this form (by 1 block's γ at p = 8, 3 at p = 16).
+std::optional<double> reduceScatterRecursiveDoubling(const Call& call) {
+  if (!isPowerOfTwo(call.p)) return std::nullopt;
+  const double c = chunkBytes(perf::Collective::reducescatter, call, 1);
+  const auto [a, b, g] = terms(call.cost);
+  const int lg = floorLog2(call.p);
+  return lg * a + (call.p * lg - (call.p - 1)) * c * (b + g);
+}
+
 // ---- one port (sim-synth §2.1's model: DeviceModel::sendPorts == 1) --------------------------
 // A rank's sends take turns: each holds the port from its start until its message arrived, so
 // every send costs α + Bβ of the rank's time. Algorithms whose ranks never have two sends
@@ -384,6 +401,7 @@ const std::vector<Entry>& entries() {
       {"reduce.rabenseifner", reduceRabenseifner, reduceRabenseifner},
       {"reducescatter.direct", reduceScatterPerPeer, reduceScatterPerPeerOnePort},
       {"reducescatter.pairwise", reduceScatterPerPeer, reduceScatterPerPeerOnePort},
+      {"reducescatter.recursive-doubling", reduceScatterRecursiveDoubling, {}},
       {"reducescatter.recursive-halving", reduceScatterRecursiveHalving,
        reduceScatterRecursiveHalving},
       {"reducescatter.ring", reduceScatterRing, reduceScatterRing},
