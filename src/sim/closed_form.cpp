@@ -14,7 +14,8 @@
 //      α and one message's β where the paper's one-port model pays p−1 or ⌈lg p⌉ of them.
 // Where the compiler's fusion or per-threadblock step order decides the time (binomial
 // broadcast and allreduce; the halving/doubling allreduces, allgather and reduce-scatter, all at
-// non-powers of two), there is no form (nullopt).
+// non-powers of two; the recursive-doubling reduce-scatter at every p), there is no form
+// (nullopt).
 //
 // With AlphaBetaGamma::onePort the forms are those of the one-port machine instead
 // (uniformTopology(..., sendPorts = 1), sim-synth §2.1's model): a rank's sends take turns and
@@ -262,22 +263,12 @@ std::optional<double> reduceScatterRecursiveHalving(const Call& call) {
   return floorLog2(call.p) * a + (call.p - 1) * c * (b + g);
 }
 
-// lg p·α + (p lg p − (p−1))c(β + γ), p = 2^k: sim-synth "Reduce-scatter recursive doubling
-// (non-commutative)" lg p·α + n(lg p − (p−1)/p)(β + γ) with the block rounded. Round m = 1, 2,
-// ..., p/2 sends and reduces (p − m) blocks, one message, after the previous round's
-// reductions. Seed 001 prints the γ term as lg p·((p−1)/p)·nγ, which disagrees with its own
-// per-step volumes n − 2^k·n/p for p ≥ 4; this is the volume every rank receives and reduces.
-// Non-powers as reduceScatterRecursiveHalving: no form. No one-port form either: there a
-// rank's reduction of blocks its next message does not carry can overlap that message,
-// depending on where the received range wraps in the rank's rotated buffer, and the simulator
-// comes in below this form (by 1 block's γ at p = 8, 3 at p = 16).
-std::optional<double> reduceScatterRecursiveDoubling(const Call& call) {
-  if (!isPowerOfTwo(call.p)) return std::nullopt;
-  const double c = chunkBytes(perf::Collective::reducescatter, call, 1);
-  const auto [a, b, g] = terms(call.cost);
-  const int lg = floorLog2(call.p);
-  return lg * a + (call.p * lg - (call.p - 1)) * c * (b + g);
-}
+// reducescatter.recursive-doubling: no form. Each round costs α + (p − m)c(β + γ) in the
+// paper's model (sim-synth "Reduce-scatter recursive doubling (non-commutative)"), but a rank
+// reduces the received range in up to two pieces (where it wraps in the rank's rotated buffer),
+// and whether the compiler puts them on one threadblock or two decides how much of that γ
+// overlaps: the simulator comes in below the row by 1 block's γ at p = 8 and 3 at p = 16
+// (SimSynthRow bounds it).
 
 // ---- one port (sim-synth §2.1's model: DeviceModel::sendPorts == 1) --------------------------
 // A rank's sends take turns: each holds the port from its start until its message arrived, so
@@ -401,7 +392,6 @@ const std::vector<Entry>& entries() {
       {"reduce.rabenseifner", reduceRabenseifner, reduceRabenseifner},
       {"reducescatter.direct", reduceScatterPerPeer, reduceScatterPerPeerOnePort},
       {"reducescatter.pairwise", reduceScatterPerPeer, reduceScatterPerPeerOnePort},
-      {"reducescatter.recursive-doubling", reduceScatterRecursiveDoubling, {}},
       {"reducescatter.recursive-halving", reduceScatterRecursiveHalving,
        reduceScatterRecursiveHalving},
       {"reducescatter.ring", reduceScatterRing, reduceScatterRing},

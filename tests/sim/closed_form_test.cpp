@@ -87,15 +87,17 @@ TEST(ClosedForm, CoversTheClassicAlgorithmsAtPowersOfTwo) {
        {"allreduce.ring", "allreduce.recursive-doubling", "allreduce.rabenseifner",
         "allgather.ring", "allgather.recursive-doubling", "allgather.bruck", "allgather.direct",
         "reducescatter.ring", "reducescatter.recursive-halving", "reducescatter.pairwise",
-        "reducescatter.recursive-doubling", "broadcast.binomial", "reduce.binomial",
-        "reduce.rabenseifner", "alltoall.bruck", "alltoall.pairwise", "alltoall.direct"}) {
+        "broadcast.binomial", "reduce.binomial", "reduce.rabenseifner", "alltoall.bruck",
+        "alltoall.pairwise", "alltoall.direct"}) {
     for (int p : {2, 4, 8, 16, 64})
       EXPECT_TRUE(sim::closedFormSeconds(name, p, kMiB, cost)) << name << " p=" << p;
   }
   EXPECT_FALSE(sim::closedFormSeconds("allreduce.hierarchical", 8, kMiB, cost));
   EXPECT_FALSE(sim::closedFormSeconds("allreduce.ring", 1, kMiB, cost));
   EXPECT_FALSE(sim::closedFormSeconds("allreduce.recursive-doubling", 6, kMiB, cost));
-  EXPECT_FALSE(sim::closedFormSeconds("reducescatter.recursive-doubling", 6, kMiB, cost));
+  // Its two reduction pieces per round overlap or not as the compiler places them
+  // (closed_form.cpp); SimSynthRow bounds the simulator by the printed row instead.
+  EXPECT_FALSE(sim::closedFormSeconds("reducescatter.recursive-doubling", 8, kMiB, cost));
 }
 
 TEST(ClosedForm, NamesAreLibraryAlgorithms) {
@@ -112,8 +114,6 @@ TEST(ClosedForm, HandComputedAtFourRanks) {
   EXPECT_DOUBLE_EQ(form("allreduce.recursive-doubling"), 2 * (a + n * b + n * g));
   EXPECT_DOUBLE_EQ(form("allreduce.rabenseifner"), 4 * a + 6 * c * b + 3 * c * g);
   EXPECT_DOUBLE_EQ(form("reducescatter.recursive-halving"), 2 * a + 3 * c * (b + g));
-  // Rounds of 3 and 2 blocks: seed 001's n − n/p, then n − 2n/p.
-  EXPECT_DOUBLE_EQ(form("reducescatter.recursive-doubling"), 2 * a + 5 * c * (b + g));
   EXPECT_DOUBLE_EQ(form("broadcast.binomial"), 2 * (a + n * b));
   EXPECT_DOUBLE_EQ(form("reduce.binomial"), 2 * (a + n * b + n * g));
   // Differences from the one-port paper rows: pairwise sends its p−1 blocks on p−1 links at
