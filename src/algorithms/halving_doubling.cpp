@@ -1,9 +1,10 @@
 // Halving/doubling algorithms (seed 001 "Recursive-Doubling" and "Recursive-Halving"; costs and
 // the non-power-of-two handling of Thakur, Rabenseifner & Gropp 2005 as in MPICH):
 // allreduce.recursive-doubling, allreduce.rabenseifner, reducescatter.recursive-halving,
-// allgather.recursive-doubling and reduce.rabenseifner, for any number of ranks p.
+// reducescatter.recursive-doubling, allgather.recursive-doubling and reduce.rabenseifner, for
+// any number of ranks p.
 //
-// Non-power-of-two p (all five): P = 2^⌊lg p⌋ ranks form a power-of-two core and e = p − P ranks
+// Non-power-of-two p (all six): P = 2^⌊lg p⌋ ranks form a power-of-two core and e = p − P ranks
 // are extras. The first 2e ranks pair up as (2i, 2i+1); one of each pair (2i+1, or 2i when it is
 // the reduce root) is core member v = i, the other is its extra; rank r >= 2e is core member
 // r − e. Core member v owns a contiguous range of chunks: one chunk when the buffer is cut into
@@ -29,15 +30,32 @@
 //        m=1: r0 --B0--> r1,   r1 --B1--> r0;     r2 <-> r3 likewise
 //        m=2: r0 --B0B1--> r2, r2 --B2B3--> r0;   r1 <-> r3 likewise
 //
+// Recursive-doubling ReduceScatter (seed 001: "In step 1 of Reduce-Scatter, the data needed for
+// their result in each process is not exchanged [...] (n − n/p); in step 2, the data required by
+// themselves and by the processes communicated in the previous step [...] (n − 2n/p)"; MPICH's
+// reduce_scatter recursive doubling), core member v, masks m = 1, 2, ..., P/2, g = v's aligned
+// group of m members: v sends u = v XOR m its partial sums of every block outside g (one
+// message) and adds what u sends it. Blocks of u's own group still travel and are reduced, as in
+// the seed and MPICH, though u no longer needs them; afterwards v holds the full reduction of
+// its own blocks. To make each message one contiguous range, every member first copies its
+// buffer into a working area W rotated to start at its own first block: the blocks outside g
+// are then W[first(g + m) − first(v) ..] without wrapping (first(v) lies in g).
+//        P = 4, blocks B0..B3: m=1: r0 --B1B2B3--> r1, r1 --B2B3B0--> r0 (3n/4 each)
+//                              m=2: r0 --B2B3-->   r2, r2 --B0B1-->   r0 (n/2 each)
+//
 // Buffers: AllReduce works in place in the input (received halves land in scratch and are
 // reduced into the input). The out-of-place collectives never write their input: every halving
 // round reduces the received half into a fresh scratch range (the last round straight into the
-// output where the result belongs there), and the allgather assembles in the output.
+// output where the result belongs there), the recursive-doubling ReduceScatter reduces into its
+// rotated scratch copy W (received ranges land in fresh scratch first), and the allgather
+// assembles in the output.
+#include <algorithm>
 #include <optional>
 #include <vector>
 
 #include "algorithms/common.h"
 #include "algorithms/families.h"
+#include "support/error.h"
 
 namespace chorus::algorithms {
 namespace {
@@ -255,6 +273,66 @@ std::unique_ptr<lang::Program> buildReduceScatterRecursiveHalving(const std::str
   return program;
 }
 
+// reducescatter.recursive-doubling, chunk factor 1, out of place: fold, rotated copy W on every
+// core member, lg P recursive-doubling rounds of one message each (see the header), then each
+// block goes from its member's W to its rank's output (the extra's block is the post step).
+std::unique_ptr<lang::Program> buildReduceScatterRecursiveDoubling(const std::string& name,
+                                                                   const BuildArgs& args) {
+  const int size = args.ranks;
+  auto program = std::make_unique<lang::Program>(name, lang::reduceScatter(size, 1, false),
+                                                 args.programOptions);
+  const Core core = makeCore(size, Ownership::blockPerRank);
+  ScratchAllocator scratch(size);
+  std::vector<Region> regions = foldExtras(*program, core, size, false, scratch);
+  // W of member v: W[i] = block (firstOf[v] + i) mod size, at scratch[work[v] + i].
+  std::vector<int> work(static_cast<std::size_t>(core.size));
+  auto position = [&](int v, int block) { return (block - core.firstOf[v] + size) % size; };
+  for (int v = 0; v < core.size; ++v) {
+    const int rank = core.rankOf[v], first = core.firstOf[v];
+    work[v] = scratch.take(rank, size);
+    chunksAt(*program, core, v, regions[v], first, size - first)
+        .copy(rank, Buffer::scratch, work[v]);
+    if (first > 0)
+      chunksAt(*program, core, v, regions[v], 0, first)
+          .copy(rank, Buffer::scratch, work[v] + size - first);
+  }
+  for (int mask = 1; mask < core.size; mask *= 2) {
+    // 1. Every member sends its partner the blocks outside its own group, as one message.
+    std::vector<int> landing(static_cast<std::size_t>(core.size));
+    std::vector<int> startBlock(static_cast<std::size_t>(core.size));
+    std::vector<int> count(static_cast<std::size_t>(core.size));
+    for (int v = 0; v < core.size; ++v) {
+      const int group = v & ~(mask - 1);
+      const int u = v ^ mask;
+      startBlock[v] = core.firstOf[group + mask] % size;
+      count[v] = size - core.chunks(group, mask);
+      const int from = position(v, startBlock[v]);
+      CHORUS_INTERNAL_ASSERT(from + count[v] <= size,
+                             "a recursive-doubling range wraps around the rotated buffer");
+      landing[v] = scratch.take(core.rankOf[u], count[v]);
+      program->chunk(core.rankOf[v], Buffer::scratch, work[v] + from, count[v])
+          .copy(core.rankOf[u], Buffer::scratch, landing[v]);
+    }
+    // 2. Every member adds the received range into its W: at most two pieces, split where the
+    //    range wraps around the member's rotation.
+    for (int v = 0; v < core.size; ++v) {
+      const int u = v ^ mask;
+      for (int done = 0; done < count[u];) {
+        const int at = position(v, (startBlock[u] + done) % size);
+        const int piece = std::min(count[u] - done, size - at);
+        program->chunk(core.rankOf[v], Buffer::scratch, work[v] + at, piece)
+            .reduce(program->chunk(core.rankOf[v], Buffer::scratch, landing[u] + done, piece));
+        done += piece;
+      }
+    }
+  }
+  for (int v = 0; v < core.size; ++v)
+    for (int block = core.firstOf[v]; block < core.firstOf[v + 1]; ++block)
+      program->chunk(core.rankOf[v], Buffer::scratch, work[v] + position(v, block))
+          .copy(block, Buffer::output, 0);
+  return program;
+}
+
 // allgather.recursive-doubling, chunk factor 1, out of place: extras hand their block to their
 // core partner's output, core members gather all blocks by recursive doubling in the output,
 // and every partner sends the whole output to its extra.
@@ -377,6 +455,25 @@ std::vector<AlgorithmInfo> halvingDoublingAlgorithms() {
        .cost = "2 lg p·α + 2(p−1)/p · nβ + (p−1)/p · nγ; p ≠ 2^k: + α + nβ + nγ with "
                "p' = 2^⌊lg p⌋ in place of p",
        .winsWhen = "large buffers: 2(p−1)/p · nβ instead of the binomial tree's ⌈lg p⌉ · nβ"},
+      {.name = "reducescatter.recursive-doubling",
+       .collective = "reducescatter",
+       .description = "lg p rounds with rank XOR 2^k, each sending all blocks outside the "
+                      "rank's group (n − 2^k·n/p), any p",
+       .citation = "seed 001 Recursive-Doubling (Reduce-Scatter); Thakur, Rabenseifner & Gropp "
+                   "2005 and MPICH (non-commutative operators), with MPICH's non-power-of-two "
+                   "pre/post steps",
+       .shape = Shape::ranks,
+       .minRanks = 2,
+       .params = {},
+       .build = &buildReduceScatterRecursiveDoubling,
+       .steps = "lg p; ⌊lg p⌋ + 2 when p is not a power of two",
+       .bytesSent = "(lg p − (p−1)/p) · n; p ≠ 2^k: ≤ (⌊lg p⌋ − (p'−1)/p) · n in the core "
+                    "(p' = 2^⌊lg p⌋), + n/p on the ranks paired with an extra (n on the extras)",
+       .cost = "lg p·α + (lg p − (p−1)/p) · n(β + γ); p ≠ 2^k: (⌊lg p⌋ + 2)α + ≤ (⌊lg p⌋ + 1 − "
+               "(p'−2)/p) · nβ + ≤ (⌊lg p⌋ + 1 − (p'−1)/p) · nγ",
+       .winsWhen = "tiny buffers only (seed 001: < 32 B): lg p rounds like recursive halving, "
+                   "which moves less; MPICH uses it for non-commutative operators, which "
+                   "chorus's reductions are not"},
       {.name = "reducescatter.recursive-halving",
        .collective = "reducescatter",
        .description = "recursive halving (distance and vector halving) on blocks, any p",

@@ -14,7 +14,8 @@
 //      α and one message's β where the paper's one-port model pays p−1 or ⌈lg p⌉ of them.
 // Where the compiler's fusion or per-threadblock step order decides the time (binomial
 // broadcast and allreduce; the halving/doubling allreduces, allgather and reduce-scatter, all at
-// non-powers of two), there is no form (nullopt).
+// non-powers of two; the recursive-doubling reduce-scatter at every p), there is no form
+// (nullopt).
 //
 // With AlphaBetaGamma::onePort the forms are those of the one-port machine instead
 // (uniformTopology(..., sendPorts = 1), sim-synth §2.1's model): a rank's sends take turns and
@@ -261,6 +262,13 @@ std::optional<double> reduceScatterRecursiveHalving(const Call& call) {
   const auto [a, b, g] = terms(call.cost);
   return floorLog2(call.p) * a + (call.p - 1) * c * (b + g);
 }
+
+// reducescatter.recursive-doubling: no form. Each round costs α + (p − m)c(β + γ) in the
+// paper's model (sim-synth "Reduce-scatter recursive doubling (non-commutative)"), but a rank
+// reduces the received range in up to two pieces (where it wraps in the rank's rotated buffer),
+// and whether the compiler puts them on one threadblock or two decides how much of that γ
+// overlaps: the simulator comes in below the row by 1 block's γ at p = 8 and 3 at p = 16
+// (SimSynthRow bounds it).
 
 // ---- one port (sim-synth §2.1's model: DeviceModel::sendPorts == 1) --------------------------
 // A rank's sends take turns: each holds the port from its start until its message arrived, so

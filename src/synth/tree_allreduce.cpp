@@ -8,6 +8,8 @@
 //     2. broadcast: for level = 1 .. d, for each transfer: child[p] = parent[p].
 //   Single tree: one tree over chunks [0, pipeline). Multi-tree: tree i over chunks
 //   [i·pipeline, (i+1)·pipeline), on channel i mod 32 when channelPerTree.
+//   Which of the two runs is MXNet's switch by array size (chooseTreeMode): one tree up to
+//   MXNET_KVSTORE_TREE_ARRAY_BOUND = 10^7 elements, one tree per GPU above it.
 //
 //      tree (d = 2)    reduce: level 2  0 <+ 1, 3 <+ 2     broadcast: level 1  0 => 3
 //          0                   level 1  0 <+ 3                        level 2  0 => 1, 3 => 2
@@ -16,6 +18,8 @@
 #include "synth/tree_allreduce.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "algorithms/registry.h"
 #include "support/error.h"
@@ -93,6 +97,34 @@ std::unique_ptr<lang::Program> buildMultiTreeAllReduce(const std::vector<Tree>& 
               onTree);
   }
   return program;
+}
+
+std::string_view treeModeName(TreeMode mode) {
+  return mode == TreeMode::single ? "single-tree" : "multi-tree";
+}
+
+TreeMode chooseTreeMode(std::uint64_t elements, int ranks, std::uint64_t bound) {
+  const bool big = elements > bound;
+  const bool splits = elements >= 2 * static_cast<std::uint64_t>(std::max(ranks, 0));
+  return big && splits ? TreeMode::multi : TreeMode::single;
+}
+
+TreeModeBytes treeModeBytes(TreeMode mode, int ranks, std::uint64_t bound,
+                            std::uint64_t elementBytes) {
+  const std::uint64_t firstMulti =
+      std::max(bound + 1, 2 * static_cast<std::uint64_t>(std::max(ranks, 0)));
+  const std::uint64_t edge = firstMulti * elementBytes;
+  return mode == TreeMode::single ? TreeModeBytes{0, edge} : TreeModeBytes{edge, 0};
+}
+
+std::unique_ptr<lang::Program> buildTreeAllReduceFor(std::uint64_t elements,
+                                                     const std::vector<Tree>& trees, int ranks,
+                                                     const TreeAllReduceOptions& options,
+                                                     std::uint64_t bound) {
+  if (trees.empty()) throw OptionError("a tree AllReduce needs at least one tree");
+  if (chooseTreeMode(elements, ranks, bound) == TreeMode::single)
+    return buildSingleTreeAllReduce(trees.front(), ranks, options);
+  return buildMultiTreeAllReduce(trees, ranks, options);
 }
 
 ir::Algorithm compileTreeProgram(const lang::Program& program,

@@ -4,8 +4,10 @@
 // algorithm (compileTreeProgram) and run on the runtime or the simulator.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chorus/lang.h"
@@ -14,6 +16,37 @@
 #include "synth/trees.h"
 
 namespace chorus::synth {
+
+// MXNET_KVSTORE_TREE_ARRAY_BOUND's default, in elements: MXNet reduces an array of at most this
+// many elements over one tree (tree 0) and a larger one over one tree per GPU
+// (reference/sim-synth.md §1.1 "MXNET_KVSTORE_TREE_ARRAY_BOUND | 10,000,000 (elements) | above
+// this, multi-tree mode", §1.7; seed 004 Figure 7: "beyond 1M-10M float32's, multi-tree begins
+// to do better than a single tree").
+inline constexpr std::uint64_t kMxnetTreeArrayBound = 10'000'000;
+
+enum class TreeMode {
+  single,  // tree 0 carries the whole buffer (buildSingleTreeAllReduce)
+  multi,   // one slice per tree (buildMultiTreeAllReduce)
+};
+std::string_view treeModeName(TreeMode mode);  // "single-tree", "multi-tree"
+
+// MXNet's CommDeviceTree choice for an array of `elements` elements on `ranks` GPUs: multi-tree
+// iff elements > bound and the first dimension (a chorus buffer is 1-D: elements) is at least
+// 2·ranks; single-tree otherwise (sim-synth.md §1.7).
+TreeMode chooseTreeMode(std::uint64_t elements, int ranks,
+                        std::uint64_t bound = kMxnetTreeArrayBound);
+
+// The buffer sizes in bytes a mode serves under chooseTreeMode, for elements of `elementBytes`
+// bytes, as a plan's size range [minBytes, maxBytes) (maxBytes 0 = no limit; ir::Algorithm's
+// convention): single-tree [0, m·elementBytes), multi-tree [m·elementBytes, no limit), with
+// m = max(bound + 1, 2·ranks) the fewest elements that go multi-tree. Runtime selection
+// (CHORUS_ALGO_DIR) picks by these ranges, so the emitted pair switches like MXNet.
+struct TreeModeBytes {
+  std::uint64_t minBytes = 0;
+  std::uint64_t maxBytes = 0;
+};
+TreeModeBytes treeModeBytes(TreeMode mode, int ranks, std::uint64_t bound,
+                            std::uint64_t elementBytes);
 
 struct TreeAllReduceOptions {
   // Pieces per slice (single tree: per buffer); each piece is its own message, so a piece climbs
@@ -41,6 +74,14 @@ std::unique_ptr<lang::Program> buildSingleTreeAllReduce(const Tree& tree, int ra
 std::unique_ptr<lang::Program> buildMultiTreeAllReduce(
     const std::vector<Tree>& trees, int ranks, const TreeAllReduceOptions& options = {},
     const std::string& name = "allreduce.multitree");
+
+// MXNet's tree AllReduce for an array of `elements` elements: buildSingleTreeAllReduce over
+// trees.front() or buildMultiTreeAllReduce over all trees, as chooseTreeMode(elements,
+// ranks, bound) says. Throws like those, and OptionError when `trees` is empty.
+std::unique_ptr<lang::Program> buildTreeAllReduceFor(std::uint64_t elements,
+                                                     const std::vector<Tree>& trees, int ranks,
+                                                     const TreeAllReduceOptions& options = {},
+                                                     std::uint64_t bound = kMxnetTreeArrayBound);
 
 // The traced postcondition check (CompileError listing violations), then the compiler pipeline
 // with its verifier: the finished ir::Algorithm.

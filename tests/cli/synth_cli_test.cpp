@@ -10,8 +10,11 @@
 #include <fstream>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "cli_run.h"
+#include "runtime/plan_provider.h"
+#include "selection/plan_files.h"
 
 namespace {
 
@@ -46,6 +49,74 @@ TEST(SynthTreesCli, Dgx1PrintsEightTreesWeightsAndUsage) {
   EXPECT_THAT(r.output, HasSubstr("link usage"));
   EXPECT_THAT(r.output, HasSubstr("most-used link: "));
   EXPECT_THAT(r.output, HasSubstr("strategies: mxnet total weight"));
+}
+
+// `--strategy mxnet` on the DGX-1 prints MXNet's trees: weights 19, 19, 20, 16, 19, 15, 20, 16.
+TEST(SynthTreesCli, Dgx1MxnetStrategyPrintsMxnetsTreeWeights) {
+  const CommandResult r = runCli("synth trees --topology dgx1 --strategy mxnet");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("strategy mxnet,"));
+  const std::regex line("\ntree ([0-7]): root [0-7], weight ([0-9.]+)");
+  std::vector<std::string> weights;
+  for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), line);
+       it != std::sregex_iterator(); ++it)
+    weights.push_back((*it)[2]);
+  EXPECT_EQ(weights, (std::vector<std::string>{"19", "19", "20", "16", "19", "15", "20", "16"}))
+      << r.output;
+  EXPECT_THAT(r.output, HasSubstr("total weight (sum of link weights, no penalties): 144"));
+  // MXNet's switch by array size, as the text report states it.
+  EXPECT_THAT(r.output,
+              HasSubstr("tree mode by array size (MXNET_KVSTORE_TREE_ARRAY_BOUND = 10000000 "
+                        "elements): single-tree (tree 0) below 10000001 elements, multi-tree "
+                        "(8 trees) from 10000001"));
+}
+
+// The emitted pair carries the switch as plan size ranges, so plan selection (the match
+// CHORUS_ALGO_DIR applies) runs tree 0 up to 10^7 float32 elements and the 8 trees above.
+TEST(SynthTreesCli, EmittedProgramsSwitchByArraySizeInSelection) {
+  const std::filesystem::path dir = tempPath("emit_switch");
+  const CommandResult r =
+      runCli("synth trees --topology dgx1 --strategy mxnet --json --emit '" + dir.string() + "'");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const nlohmann::json document = nlohmann::json::parse(r.output);
+  const std::uint64_t edge = std::uint64_t{4} * 10'000'001;
+  EXPECT_EQ(document["tree_mode"]["array_bound"], 10'000'000);
+  EXPECT_EQ(document["tree_mode"]["first_multi_tree_elements"], 10'000'001);
+  EXPECT_EQ(document["tree_mode"]["single_tree_bytes"], nlohmann::json({0, edge}));
+  EXPECT_EQ(document["tree_mode"]["multi_tree_bytes"], nlohmann::json({edge, 0}));
+  const auto single = chorus::selection::readPlanFile((dir / "allreduce_synth_tree.xml").string());
+  const auto multi =
+      chorus::selection::readPlanFile((dir / "allreduce_synth_multitree.xml").string());
+  ASSERT_EQ(single.size(), 1u);
+  ASSERT_EQ(multi.size(), 1u);
+  auto request = [](std::uint64_t elements) {
+    chorus::runtime::PlanRequest plan;
+    plan.collective = chorus::ir::CollectiveKind::allreduce;
+    plan.nranks = 8;
+    plan.inPlace = true;
+    plan.count = elements;
+    plan.bytes = 4 * elements;
+    return plan;
+  };
+  for (const std::uint64_t elements :
+       {std::uint64_t{1}, std::uint64_t{9'999'999}, std::uint64_t{10'000'000}}) {
+    EXPECT_EQ(chorus::selection::planMismatch(*single.front().algorithm, request(elements)), "")
+        << elements;
+    EXPECT_NE(chorus::selection::planMismatch(*multi.front().algorithm, request(elements)), "")
+        << elements;
+  }
+  for (const std::uint64_t elements : {std::uint64_t{10'000'001}, std::uint64_t{100'000'000}}) {
+    EXPECT_NE(chorus::selection::planMismatch(*single.front().algorithm, request(elements)), "")
+        << elements;
+    EXPECT_EQ(chorus::selection::planMismatch(*multi.front().algorithm, request(elements)), "")
+        << elements;
+  }
+  // A smaller --array-bound moves the edge.
+  const CommandResult small =
+      runCli("synth trees --topology dgx1 --strategy mxnet --json --array-bound 1000");
+  ASSERT_EQ(small.exitCode, 0) << small.output;
+  EXPECT_EQ(nlohmann::json::parse(small.output)["tree_mode"]["multi_tree_bytes"][0], 4 * 1001);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(SynthTreesCli, JsonHasTreesAndLinkUsage) {

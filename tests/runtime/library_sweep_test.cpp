@@ -127,5 +127,23 @@ TEST_P(LibrarySweepOnThreads, ExactResult) {
 INSTANTIATE_TEST_SUITE_P(Registry, LibrarySweepOnThreads, ::testing::ValuesIn(sweepCases()),
                          [](const auto& info) { return caseName(info.param); });
 
+// Past the sweep's 16 ranks: the recursive-doubling ReduceScatter at 17 (core of 16, one extra)
+// and 32 ranks, exact at a count no chunking divides.
+TEST(LibraryBeyondTheSweep, ReduceScatterRecursiveDoublingIsExact) {
+  for (int ranks : {17, 32}) {
+    const ir::Algorithm algorithm =
+        testing_support::compileForTest("reducescatter.recursive-doubling", ranks, 0, 0, {});
+    runtime::ThreadRunOptions options;
+    options.count = 1031;
+    options.type = runtime::DataType::int32;
+    options.op = runtime::ReduceOp::sum;
+    options.timeout = std::chrono::milliseconds(60'000);
+    options.fifo.slotBytes = 4096;
+    const runtime::ThreadRunReport report = runtime::runOnThreads(algorithm, options);
+    EXPECT_TRUE(report.ok()) << ranks << " ranks: " << report.firstWrong;
+    EXPECT_GT(report.checkedElements, 0u);
+  }
+}
+
 }  // namespace
 }  // namespace chorus

@@ -204,6 +204,14 @@ TEST(SimSynthRow, AllgatherAndReduceScatter) {
     // "Reduce-scatter recursive halving": lg p·α + ((p−1)/p)n(β + γ).
     expectRow("reducescatter.recursive-halving", r,
               r.lg() * r.alpha + r.share() * r.n * (r.b + r.g));
+    // "Reduce-scatter recursive doubling (non-commutative)": lg p·α + n(lg p − (p−1)/p)(β+γ),
+    // an upper bound: a round's two reduction pieces may run on two threadblocks at once
+    // (closed_form.cpp), at most one block's γ per round below the row.
+    const double recursiveDoubling = r.lg() * r.alpha + (r.lg() - r.share()) * r.n * (r.b + r.g);
+    const double simulated =
+        simulateOnePort("reducescatter.recursive-doubling", r.p, kRowBytes, r.alpha);
+    EXPECT_LE(simulated, recursiveDoubling * (1 + 1e-9)) << "p=" << r.p;
+    EXPECT_GE(simulated, recursiveDoubling - r.lg() * r.n / r.p * r.g) << "p=" << r.p;
     // "Reduce-scatter pairwise exchange": (p−1)α + ((p−1)/p)n(β + γ).
     expectRow("reducescatter.pairwise", r, (r.p - 1) * r.alpha + r.share() * r.n * (r.b + r.g));
     // "Reduce: reduce-scatter (rec. halving) + binomial gather": 2 lg p·α + 2((p−1)/p)nβ +

@@ -1,11 +1,12 @@
 // Tree AllReduce programs from synthesized trees (seed 004): the single- and multi-tree programs
 // for the DGX-1 and for random matrices (seed printed) pass the traced postcondition and the
-// compiler's verifier, and run with exact results on the thread transport; defective trees are
-// refused with the defect named.
+// compiler's verifier, and run with exact results on the thread transport; MXNet's switch
+// between them by array size; defective trees are refused with the defect named.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -100,6 +101,60 @@ TEST(TreeAllReduce, RandomMatricesRunExactly) {
           std::to_string(n) + " ranks " + std::string(synth::treeStrategyName(strategy)));
     }
   }
+}
+
+// MXNet's switch (sim-synth.md §1.7): tree 0 alone up to MXNET_KVSTORE_TREE_ARRAY_BOUND = 10^7
+// elements, one tree per GPU above it, below, at and above the bound.
+TEST(TreeAllReduce, ModeSwitchesAboveTheArrayBound) {
+  constexpr std::uint64_t kBound = synth::kMxnetTreeArrayBound;
+  EXPECT_EQ(kBound, 10'000'000u);
+  EXPECT_EQ(synth::chooseTreeMode(1, 8), synth::TreeMode::single);
+  EXPECT_EQ(synth::chooseTreeMode(kBound - 1, 8), synth::TreeMode::single);
+  EXPECT_EQ(synth::chooseTreeMode(kBound, 8), synth::TreeMode::single);
+  EXPECT_EQ(synth::chooseTreeMode(kBound + 1, 8), synth::TreeMode::multi);
+  EXPECT_EQ(synth::chooseTreeMode(4 * kBound, 8), synth::TreeMode::multi);
+  // Another bound, as MXNET_KVSTORE_TREE_ARRAY_BOUND=1000 would set it.
+  EXPECT_EQ(synth::chooseTreeMode(1000, 8, 1000), synth::TreeMode::single);
+  EXPECT_EQ(synth::chooseTreeMode(1001, 8, 1000), synth::TreeMode::multi);
+  // Above the bound but shorter than 2 elements per GPU: MXNet keeps one tree.
+  EXPECT_EQ(synth::chooseTreeMode(15, 8, 4), synth::TreeMode::single);
+  EXPECT_EQ(synth::chooseTreeMode(16, 8, 4), synth::TreeMode::multi);
+  EXPECT_EQ(synth::treeModeName(synth::TreeMode::single), "single-tree");
+  EXPECT_EQ(synth::treeModeName(synth::TreeMode::multi), "multi-tree");
+}
+
+// The same switch as plan size ranges in bytes: [0, 4·(10^7 + 1)) single-tree, the rest
+// multi-tree, for float32; the 2·ranks rule moves the edge when the bound is tiny.
+TEST(TreeAllReduce, ModeByteRangesMeetAtTheFirstMultiTreeSize) {
+  const std::uint64_t edge = 4 * (synth::kMxnetTreeArrayBound + 1);
+  const synth::TreeModeBytes single =
+      synth::treeModeBytes(synth::TreeMode::single, 8, synth::kMxnetTreeArrayBound, 4);
+  const synth::TreeModeBytes multi =
+      synth::treeModeBytes(synth::TreeMode::multi, 8, synth::kMxnetTreeArrayBound, 4);
+  EXPECT_EQ(single.minBytes, 0u);
+  EXPECT_EQ(single.maxBytes, edge);
+  EXPECT_EQ(multi.minBytes, edge);
+  EXPECT_EQ(multi.maxBytes, 0u);  // no limit
+  EXPECT_EQ(synth::treeModeBytes(synth::TreeMode::multi, 8, 4, 2).minBytes, 2u * 16u);
+}
+
+// buildTreeAllReduceFor lowers what chooseTreeMode picks: at the bound the single tree (one
+// chunk per piece), one element above it the DGX-1's 8 trees (8 slices).
+TEST(TreeAllReduce, BuildForAnArraySizeUsesTheChosenMode) {
+  const synth::TreeSet set = dgx1Trees(synth::TreeStrategy::mxnet);
+  synth::TreeAllReduceOptions options;
+  options.pipeline = 2;
+  const std::uint64_t bound = synth::kMxnetTreeArrayBound;
+  for (const std::uint64_t elements : {bound - 1, bound}) {
+    const auto program = synth::buildTreeAllReduceFor(elements, set.trees, 8, options);
+    EXPECT_EQ(program->collective().chunkFactor(), 2) << elements;
+    EXPECT_EQ(program->dag().name, "allreduce.tree");
+  }
+  const auto multi = synth::buildTreeAllReduceFor(bound + 1, set.trees, 8, options);
+  EXPECT_EQ(multi->collective().chunkFactor(), 16);
+  EXPECT_EQ(multi->dag().name, "allreduce.multitree");
+  expectExactOnThreads(synth::compileTreeProgram(*multi), "dgx1 mxnet above the bound");
+  EXPECT_THROW(synth::buildTreeAllReduceFor(bound, {}, 8, options), OptionError);
 }
 
 TEST(TreeAllReduce, DefectiveTreeIsRefused) {

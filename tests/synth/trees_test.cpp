@@ -329,6 +329,18 @@ TEST(Trees, Dgx1GivesEightValidTreesWithBothStrategies) {
   // MXNet's KL succeeds on the DGX-1 (8 = 2^3): every tree comes from bisection.
   for (const synth::Tree& tree : mxnet.trees)
     EXPECT_EQ(tree.method, synth::TreeMethod::kernighanLin);
+  // MXNet's trees exactly (docs/synthesis.md "DGX-1 results"): per-tree weights and arrays.
+  EXPECT_EQ(mxnet.treeWeights, (std::vector<double>{19, 19, 20, 16, 19, 15, 20, 16}));
+  const std::vector<std::vector<int>> mxnetTopo = {
+      {0, 0, 4, 0, 2, 4, 6, 0, 3, 2, 1, 4, 7, 6, 5}, {1, 1, 5, 1, 2, 5, 6, 1, 0, 2, 3, 5, 4, 6, 7},
+      {2, 2, 6, 2, 3, 6, 7, 2, 1, 3, 0, 6, 5, 7, 4}, {3, 3, 7, 3, 2, 7, 6, 3, 1, 2, 0, 7, 5, 6, 4},
+      {4, 4, 0, 4, 5, 0, 1, 4, 7, 5, 6, 0, 3, 1, 2}, {5, 5, 1, 5, 4, 1, 0, 5, 7, 4, 6, 1, 3, 0, 2},
+      {6, 6, 2, 6, 7, 2, 3, 6, 5, 7, 4, 2, 1, 3, 0}, {7, 7, 3, 7, 6, 3, 2, 7, 5, 6, 4, 3, 1, 2, 0}};
+  ASSERT_EQ(mxnet.trees.size(), mxnetTopo.size());
+  for (std::size_t r = 0; r < mxnetTopo.size(); ++r)
+    EXPECT_EQ(mxnet.trees[r].topo, mxnetTopo[r]) << "tree " << r;
+  EXPECT_EQ(mxnet.totalWeight, 144);
+  EXPECT_EQ(mxnet.mostUsed.count, 5);
   // The best strategy never loses on either measure, and wins on at least one.
   EXPECT_GE(best.totalWeight, mxnet.totalWeight);
   EXPECT_LE(best.mostUsed.count, mxnet.mostUsed.count);

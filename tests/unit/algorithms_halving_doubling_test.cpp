@@ -83,6 +83,9 @@ TEST(HalvingDoublingTest, MessagesAndRoundsOnTheCriticalPath) {
       {"reducescatter.recursive-halving", 8, 24, 3},
       {"reducescatter.recursive-halving", 6, 2 + 8 + 2, 3},
       {"reducescatter.recursive-halving", 7, 3 + 8 + 3, 4},
+      {"reducescatter.recursive-doubling", 8, 24, 3},
+      {"reducescatter.recursive-doubling", 6, 2 + 8 + 2, 3},
+      {"reducescatter.recursive-doubling", 7, 3 + 8 + 3, 4},
       {"allgather.recursive-doubling", 8, 24, 3},
       {"allgather.recursive-doubling", 6, 2 + 8 + 2, 3},
       {"allgather.recursive-doubling", 7, 3 + 8 + 3, 4},
@@ -116,6 +119,8 @@ TEST(HalvingDoublingTest, VectorHalvingSendsAFractionOfTheBufferPerRank) {
   expectEveryRankSends("allreduce.rabenseifner", 2 * 7, 8);       // 2(p−1)/p · n, n = 8 chunks
   expectEveryRankSends("allreduce.recursive-doubling", 3, 1);     // lg p · n, n = 1 chunk
   expectEveryRankSends("reducescatter.recursive-halving", 7, 1);  // (p−1)/p · n, n = 8 blocks
+  // (lg p − (p−1)/p) · n = 7 + 6 + 4 blocks: every round sends all blocks outside the group.
+  expectEveryRankSends("reducescatter.recursive-doubling", 17, 1);
   expectEveryRankSends("allgather.recursive-doubling", 7, 1);
   expectEveryRankSends("reducescatter.pairwise", 7, 1);
 }
@@ -131,9 +136,9 @@ TEST(HalvingDoublingTest, NonPowerOfTwoFoldsTheFirstRanksIntoPartners) {
 
 // Allreduce works in place; the out-of-place collectives never write their input.
 TEST(HalvingDoublingTest, OutOfPlaceAlgorithmsNeverWriteTheirInput) {
-  for (const char* name :
-       {"reducescatter.recursive-halving", "allgather.recursive-doubling", "reduce.rabenseifner",
-        "allgather.direct", "reducescatter.direct", "reducescatter.pairwise"}) {
+  for (const char* name : {"reducescatter.recursive-halving", "reducescatter.recursive-doubling",
+                           "allgather.recursive-doubling", "reduce.rabenseifner",
+                           "allgather.direct", "reducescatter.direct", "reducescatter.pairwise"}) {
     for (int ranks : {2, 5, 6, 8}) {
       auto program = buildProgram(ranksRequest(name, ranks));
       EXPECT_FALSE(program->collective().inPlace()) << name;
@@ -143,6 +148,41 @@ TEST(HalvingDoublingTest, OutOfPlaceAlgorithmsNeverWriteTheirInput) {
   }
   for (const char* name : {"allreduce.recursive-doubling", "allreduce.rabenseifner"})
     EXPECT_TRUE(buildProgram(ranksRequest(name, 6))->collective().inPlace()) << name;
+}
+
+// Recursive-doubling ReduceScatter as seed 001 describes it at p = 8: round k (mask 2^k) is
+// one message from every rank to rank XOR 2^k carrying the n − 2^k·n/p bytes of the blocks
+// outside the sender's aligned group of 2^k ranks (the blocks both already excluded).
+TEST(HalvingDoublingTest, ReduceScatterRecursiveDoublingSendsAllButTheGroupsBlocks) {
+  auto program = buildProgram(ranksRequest("reducescatter.recursive-doubling", 8));
+  std::map<std::pair<int, int>, int> sent;  // (src, dst) -> chunks
+  std::map<std::pair<int, int>, int> messages;
+  for (const ir::DagOp& op : program->dag().ops) {
+    if (op.src.rank == op.dst.rank) continue;
+    sent[{op.src.rank, op.dst.rank}] += op.count;
+    ++messages[{op.src.rank, op.dst.rank}];
+  }
+  EXPECT_EQ(sent.size(), 8u * 3u);
+  for (const auto& [pair, chunks] : sent) {
+    const int mask = pair.first ^ pair.second;
+    ASSERT_TRUE(mask == 1 || mask == 2 || mask == 4) << pair.first << "->" << pair.second;
+    EXPECT_EQ(chunks, 8 - mask) << pair.first << "->" << pair.second;
+    EXPECT_EQ(messages[pair], 1) << pair.first << "->" << pair.second;
+  }
+}
+
+// The compiled program verifies at every p in 2..17 (the registry sweeps stop at 16) and at 32.
+TEST(HalvingDoublingTest, ReduceScatterRecursiveDoublingVerifiesAtEveryRankCount) {
+  std::vector<int> counts;
+  for (int ranks = 2; ranks <= 17; ++ranks)
+    counts.push_back(ranks);
+  counts.push_back(32);
+  for (int ranks : counts) {
+    const BuildRequest request = ranksRequest("reducescatter.recursive-doubling", ranks);
+    EXPECT_TRUE(buildProgram(request)->checkPostcondition().empty()) << "p=" << ranks;
+    const compiler::CompileResult result = compileAlgorithm(request);
+    EXPECT_EQ(result.algorithm.nranks, ranks);
+  }
 }
 
 // Every root at several p: traced postcondition and the compiler's verifier, and the root is a

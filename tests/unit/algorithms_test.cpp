@@ -225,7 +225,8 @@ TEST(RegistryTest, ListsAllAlgorithmsSortedWithCompleteInfo) {
                          "alltoall.two-step", "alltonext", "broadcast.binomial", "broadcast.chain",
                          "broadcast.scatter-allgather", "reduce.binomial", "reduce.rabenseifner",
                          "reducescatter.direct", "reducescatter.pairwise",
-                         "reducescatter.recursive-halving", "reducescatter.ring"));
+                         "reducescatter.recursive-doubling", "reducescatter.recursive-halving",
+                         "reducescatter.ring"));
 }
 
 TEST(RegistryTest, UnknownAlgorithmNamesClosestMatchAndKnownNames) {

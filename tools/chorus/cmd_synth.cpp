@@ -2,13 +2,16 @@
 // adds one subcommand to `chorus synth`. Another subcommand (e.g. `synth reduction`) lives in its
 // own file: declare its adder next to addSynthTreesCommand below and list it in
 // kSynthSubcommands. This file holds `synth trees`: MXNet-style topology-aware trees (seed 004)
-// from a topology or a link matrix, their weights and link usage, and the single- and multi-tree
-// AllReduce programs as MSCCL XML (--emit DIR) that `chorus run` executes.
+// from a topology or a link matrix, their weights and link usage, MXNet's single-/multi-tree
+// switch by array size (MXNET_KVSTORE_TREE_ARRAY_BOUND), and the single- and multi-tree
+// AllReduce programs as MSCCL XML (--emit DIR, each with the size range the switch gives it)
+// that `chorus run` executes and CHORUS_ALGO_DIR selects by size.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -20,6 +23,7 @@
 #include "ir/formats.h"
 #include "msccl_options.h"
 #include "support/error.h"
+#include "support/size.h"
 #include "synth/link_matrix.h"
 #include "synth/tree_allreduce.h"
 #include "synth/trees.h"
@@ -51,11 +55,30 @@ struct TreesArgs {
   std::string prefer = "usage";
   std::string emitDir;
   int pipeline = 1;
+  std::uint64_t arrayBound = synth::kMxnetTreeArrayBound;
   bool noPcieRule = false;
   bool backtrack = false;
   bool json = false;
   ir::MscclWriteOptions xml;
 };
+
+// Plan size ranges assume float32 elements, the type of MXNet's sweep (seed 004 Figure 7).
+constexpr std::uint64_t kElementBytes = 4;
+
+// MXNet's switch by array size for these GPUs (synth::chooseTreeMode) as plan byte ranges.
+struct ModeSwitch {
+  std::uint64_t firstMultiElements = 0;  // the fewest elements that go multi-tree
+  synth::TreeModeBytes single;
+  synth::TreeModeBytes multi;
+};
+
+ModeSwitch describeModeSwitch(int ranks, std::uint64_t bound) {
+  ModeSwitch mode;
+  mode.single = synth::treeModeBytes(synth::TreeMode::single, ranks, bound, kElementBytes);
+  mode.multi = synth::treeModeBytes(synth::TreeMode::multi, ranks, bound, kElementBytes);
+  mode.firstMultiElements = mode.multi.minBytes / kElementBytes;
+  return mode;
+}
 
 // A weight for the text report: 6 significant digits, so 1/n sums print as 49, not 48.99999...
 std::string formatNumber(double value) {
@@ -119,7 +142,8 @@ nlohmann::json treeJson(const synth::Tree& tree, double weight) {
           {"edges", std::move(edges)}};
 }
 
-// Writes the single-tree (tree 0) and multi-tree AllReduce as MSCCL XML into `dir`.
+// Writes the single-tree (tree 0) and multi-tree AllReduce as MSCCL XML into `dir`, each with
+// the plan size range MXNet's switch gives it.
 std::vector<std::string> emitPrograms(const synth::TreeSet& set, const TreesArgs& args) {
   std::error_code error;
   std::filesystem::create_directories(args.emitDir, error);
@@ -130,19 +154,30 @@ std::vector<std::string> emitPrograms(const synth::TreeSet& set, const TreesArgs
   synth::TreeAllReduceOptions options;
   options.pipeline = args.pipeline;
   const int ranks = set.weights.size;
-  const std::vector<std::pair<std::string, std::unique_ptr<lang::Program>>> programs = [&] {
-    std::vector<std::pair<std::string, std::unique_ptr<lang::Program>>> list;
-    list.emplace_back(
-        "allreduce_synth_tree.xml",
-        synth::buildSingleTreeAllReduce(set.trees.front(), ranks, options, "allreduce.synth-tree"));
-    list.emplace_back(
-        "allreduce_synth_multitree.xml",
-        synth::buildMultiTreeAllReduce(set.trees, ranks, options, "allreduce.synth-multitree"));
+  const ModeSwitch mode = describeModeSwitch(ranks, args.arrayBound);
+  struct Emitted {
+    std::string file;
+    std::unique_ptr<lang::Program> program;
+    synth::TreeModeBytes range;
+  };
+  const std::vector<Emitted> programs = [&] {
+    std::vector<Emitted> list;
+    list.push_back(
+        {"allreduce_synth_tree.xml",
+         synth::buildSingleTreeAllReduce(set.trees.front(), ranks, options, "allreduce.synth-tree"),
+         mode.single});
+    list.push_back(
+        {"allreduce_synth_multitree.xml",
+         synth::buildMultiTreeAllReduce(set.trees, ranks, options, "allreduce.synth-multitree"),
+         mode.multi});
     return list;
   }();
   std::vector<std::string> written;
-  for (const auto& [file, program] : programs) {
-    const ir::Algorithm algorithm = synth::compileTreeProgram(*program);
+  for (const auto& [file, program, range] : programs) {
+    compiler::CompileOptions compile;
+    compile.minBytes = range.minBytes;
+    compile.maxBytes = range.maxBytes;
+    const ir::Algorithm algorithm = synth::compileTreeProgram(*program, compile);
     const std::string path = (std::filesystem::path(args.emitDir) / file).string();
     writeTextOutput(path, ir::writeAlgorithm(algorithm, ir::Format::xml, args.xml));
     written.push_back(path);
@@ -188,6 +223,14 @@ void printText(const TreesSource& source, const std::string& pcieRule, const syn
       "link usage {}\n",
       formatNumber(mxnet.totalWeight), mxnet.mostUsed.count, formatNumber(best.totalWeight),
       best.mostUsed.count);
+  const ModeSwitch mode = describeModeSwitch(ranks, args.arrayBound);
+  fmt::print(
+      "tree mode by array size (MXNET_KVSTORE_TREE_ARRAY_BOUND = {} elements): single-tree "
+      "(tree 0) below {} elements, multi-tree ({} trees) from {}; float32 plan ranges: "
+      "single-tree {}-{}, multi-tree {}-max\n",
+      args.arrayBound, mode.firstMultiElements, set.trees.size(), mode.firstMultiElements,
+      formatSize(mode.single.minBytes), formatSize(mode.single.maxBytes),
+      formatSize(mode.multi.minBytes));
 }
 
 ExitCode runTrees(const TreesArgs& args) {
@@ -212,6 +255,7 @@ ExitCode runTrees(const TreesArgs& args) {
   if (!args.emitDir.empty()) written = emitPrograms(set, args);
 
   if (args.json) {
+    const ModeSwitch mode = describeModeSwitch(weights.size, args.arrayBound);
     nlohmann::json trees = nlohmann::json::array();
     for (std::size_t r = 0; r < set.trees.size(); ++r)
       trees.push_back(treeJson(set.trees[r], set.treeWeights[r]));
@@ -238,6 +282,12 @@ ExitCode runTrees(const TreesArgs& args) {
          {{"mxnet",
            {{"total_weight", mxnet.totalWeight}, {"max_link_usage", mxnet.mostUsed.count}}},
           {"best", {{"total_weight", best.totalWeight}, {"max_link_usage", best.mostUsed.count}}}}},
+        {"tree_mode",
+         {{"array_bound", args.arrayBound},
+          {"first_multi_tree_elements", mode.firstMultiElements},
+          {"element_bytes", kElementBytes},
+          {"single_tree_bytes", {mode.single.minBytes, mode.single.maxBytes}},
+          {"multi_tree_bytes", {mode.multi.minBytes, mode.multi.maxBytes}}}},
         {"emitted", written},
     };
     fmt::print("{}\n", document.dump(2));
@@ -288,6 +338,13 @@ Command addSynthTreesCommand(CLI::App& synth) {
                    "Write the single-tree and multi-tree AllReduce as MSCCL XML into DIR")
       ->type_name("DIR");
   addMscclWriteOptions(*command, args->xml);
+  command
+      ->add_option("--array-bound", args->arrayBound,
+                   "MXNET_KVSTORE_TREE_ARRAY_BOUND: arrays of more elements (and at least 2 per "
+                   "GPU) use one tree per GPU, smaller ones tree 0; sets the emitted plans' "
+                   "float32 size ranges")
+      ->type_name("ELEMENTS")
+      ->capture_default_str();
   command
       ->add_option("--pipeline", args->pipeline,
                    "Pieces per tree slice in the emitted programs (each its own message)")
