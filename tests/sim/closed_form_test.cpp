@@ -14,6 +14,7 @@
 
 #include "algorithms/registry.h"
 #include "ir/algorithm.h"
+#include "runtime/compile_for_test.h"
 #include "sim/closed_form.h"
 #include "sim/simulator.h"
 #include "topology/fabric.h"
@@ -28,17 +29,6 @@ constexpr double kReduceRate = 25e9;  // bytes/s (γ = 0.04 ns/B)
 constexpr double kSmallAlpha = 0.5e-6;
 constexpr double kLargeAlpha = 200e-6;  // above a 1 MiB chunk's wire time: α terms dominate
 constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
-
-ir::Algorithm compileLibrary(const std::string& name, int ranks, int nodes = 0, int gpus = 0) {
-  algorithms::BuildRequest request;
-  request.algorithm = name;
-  request.ranks = ranks;
-  request.nodes = nodes;
-  request.gpusPerNode = gpus;
-  compiler::CompileOptions options;
-  options.verify = false;  // the compiler's own tests verify; here only the timing matters
-  return algorithms::compileAlgorithm(request, options).algorithm;
-}
 
 // ---- closed forms ---------------------------------------------------------------------------
 
@@ -56,7 +46,8 @@ TEST_P(ClosedFormAgreement, SimulatorWithinOnePercent) {
           << name << " has no form at p = " << p;
       continue;
     }
-    const ir::Algorithm algorithm = compileLibrary(name, p);
+    const ir::Algorithm algorithm =
+        testing_support::compileForTiming({.algorithm = name, .ranks = p});
     for (double alpha : {kSmallAlpha, kLargeAlpha}) {
       topology::Fabric fabric(topology::uniformTopology(p, alpha, kBandwidth, kReduceRate));
       const sim::AlphaBetaGamma cost{alpha, 1 / kBandwidth, 1 / kReduceRate};
@@ -285,8 +276,12 @@ TEST(Presets, EveryLibraryAlgorithmSimulatesOnEveryPreset) {
         auto it = compiled.find(key);
         if (it == compiled.end()) {
           it = compiled
-                   .emplace(key, byNodes ? compileLibrary(algorithm.name, 0, nodes, gpus)
-                                         : compileLibrary(algorithm.name, nodes * gpus))
+                   .emplace(key, testing_support::compileForTiming(
+                                     byNodes ? algorithms::BuildRequest{.algorithm = algorithm.name,
+                                                                        .nodes = nodes,
+                                                                        .gpusPerNode = gpus}
+                                             : algorithms::BuildRequest{.algorithm = algorithm.name,
+                                                                        .ranks = nodes * gpus}))
                    .first;
         }
         const sim::SimResult result =

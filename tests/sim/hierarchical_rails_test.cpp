@@ -11,6 +11,7 @@
 
 #include "algorithms/registry.h"
 #include "ir/algorithm.h"
+#include "runtime/compile_for_test.h"
 #include "sim/simulator.h"
 #include "topology/fabric.h"
 #include "topology/presets.h"
@@ -25,14 +26,11 @@ constexpr const char* kInstanced[] = {"allreduce.hierarchical", "allgather.hiera
                                       "alltoall.two-step"};
 
 sim::SimResult simulateOnDgxA100(const std::string& name, int channels) {
-  algorithms::BuildRequest request;
-  request.algorithm = name;
-  request.nodes = kNodes;
-  request.gpusPerNode = kGpus;
-  request.params = {{"channels", channels}};
-  compiler::CompileOptions options;
-  options.verify = false;  // the registry sweep verifies; here only the traffic matters
-  const ir::Algorithm algorithm = algorithms::compileAlgorithm(request, options).algorithm;
+  const ir::Algorithm algorithm =
+      testing_support::compileForTiming({.algorithm = name,
+                                         .nodes = kNodes,
+                                         .gpusPerNode = kGpus,
+                                         .params = {{"channels", channels}}});
   topology::Fabric fabric(topology::preset("dgx-a100", kNodes));
   return sim::simulate(algorithm, fabric, {.bytes = kBytes});
 }
