@@ -247,6 +247,38 @@ Topology hgxA100x16() {
               b.take());
 }
 
+// GCP V100 as P² models it (seed 003 §4, §5 "Assumptions", Figure 9(b)): 8 V100 in an NVLink
+// ring at 135 GB/s/dir ("an optimistic 90% of the nominal uni-directional bandwidth
+// (150GB/s)"), each pair of GPUs on a 32 GB/s PCIe switch, two CPUs each owning the 4 GPUs of
+// its PCIe domain, one 100 Gb/s NIC at 60% for the node. P² rounds that NIC to "an effective
+// 8GB/s"; 60% of 12.5 GB/s is 7.5, as in hgx-a100-16. Figure 9(b) joins the two CPUs through
+// the shared NIC ("a modeling simplification"), so the cpu0-cpu1 link runs at the NIC's rate.
+// No levels: P² puts the 8 ring GPUs in one layer, hierarchy [(node, N), (device, 8)].
+Topology gcpV100() {
+  NodeBuilder b("GCP V100 (8 GPUs, NVLink ring)", 8);
+  const double ring = kLinkEfficiency * 150 * kGB;
+  for (int g = 0; g < 8; ++g)
+    b.link(LinkKind::nvlink, std::min(g, (g + 1) % 8), std::max(g, (g + 1) % 8), ring,
+           kNvlinkLatency);
+  int pcie[4];
+  for (int s = 0; s < 4; ++s)
+    pcie[s] = b.addSwitch(fmt::format("pcie{}", s), kPcieSwitch);
+  const int cpu[2] = {b.addSwitch("cpu0"), b.addSwitch("cpu1")};
+  for (int g = 0; g < 8; ++g)
+    b.link(LinkKind::pcie, g, pcie[g / 2], kPcieSwitch, kPcieLatency);
+  for (int s = 0; s < 4; ++s)
+    b.link(LinkKind::pcie, pcie[s], cpu[s / 2], kPcieSwitch, kPcieLatency);
+  const double nic = kNicEfficiency * kEdr;
+  b.link(LinkKind::other, cpu[0], cpu[1], nic, kNicLatency, 1, "shared-nic");
+  b.nic(range(0, 8), nic);
+  b.device(gpuModel("V100", 20 * kGB));
+  return make("gcp-v100",
+              "GCP V100 as P2 models it: 8 V100 in an NVLink ring at 135 GB/s/dir, a 32 GB/s "
+              "PCIe switch per GPU pair, 2 CPUs of 4 GPUs joined through the NIC, one 100 Gb/s "
+              "NIC at 7.5 GB/s for all 8 (P2, seed 003 4, 5, Figure 9b)",
+              b.take());
+}
+
 // An IBM AC922 node: 2 POWER9 sockets joined by X-Bus, `perSocket` V100 per socket, every GPU
 // linked to its socket's CPU and to the other GPUs of the socket by `bricks` NVLink2 bricks.
 NodeBuilder powerNode(std::string name, int perSocket, int bricks) {
@@ -324,6 +356,9 @@ const std::vector<PresetEntry>& entries() {
       {{"hgx-a100-16", "16 A100 on NVSwitch, ONE 100 Gb/s NIC per node (GCP a2-megagpu-16g, P2)",
         16},
        hgxA100x16},
+      {{"gcp-v100", "8 V100 in an NVLink ring, PCIe switches, ONE 100 Gb/s NIC per node (GCP, P2)",
+        8},
+       gcpV100},
       {{"summit", "2 POWER9 + 6 V100, NVLink2 45 GB/s/dir, X-Bus, dual-rail EDR", 6}, summit},
       {{"lassen", "2 POWER9 + 4 V100, NVLink2 67.5 GB/s/dir, X-Bus, EDR, 2:1 network", 4}, lassen},
       {{"uniform", "8 ranks, every pair 1 us + 10 GB/s, reduce 20 GB/s (alpha-beta-gamma)", 8},
@@ -349,6 +384,7 @@ std::string canonicalName(std::string_view name) {
       {"a2-megagpu-16g", "hgx-a100-16"},
       {"hgx-a100", "hgx-a100-16"},
       {"hgxa100-16", "hgx-a100-16"},
+      {"gcpv100", "gcp-v100"},
       {"sierra", "lassen"},
   };
   for (const auto& [alias, target] : kAliases)

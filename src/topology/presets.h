@@ -1,7 +1,7 @@
 // Built-in topology presets (reference/sim-synth.md §4, seed 003 §5, seed 004): DGX-1 V100,
-// DGX-2, DGX A100, DGX H100, HGX A100 16-GPU (GCP a2-megagpu-16g), Summit and Lassen nodes, and
-// a uniform fully-connected model for closed-form checks. Each is one node; withNodes()
-// composes N of them over a network of the node's NICs.
+// DGX-2, DGX A100, DGX H100, HGX A100 16-GPU (GCP a2-megagpu-16g), GCP V100 as P² models it,
+// Summit and Lassen nodes, and a uniform fully-connected model for closed-form checks. Each is one
+// node; withNodes() composes N of them over a network of the node's NICs.
 #pragma once
 
 #include <string>

@@ -245,6 +245,38 @@ TEST(TopologyPresets, NumbersFollowTheirSources) {
                                                        "node0 nvlink cpu1-gpu3 x2 (cpu1->gpu3)"));
 }
 
+// P² §4, §5 "Assumptions", Figure 9(b): an NVLink ring at 135 GB/s/dir, 32 GB/s PCIe switches
+// for GPU pairs, two CPUs of four GPUs joined through the one 7.5 GB/s NIC; no levels, so P²'s
+// hierarchy is [(node, N), (device, 8)].
+TEST(TopologyPresets, GcpV100IsP2sFigure9b) {
+  const Topology v100 = preset("gcp-v100", 2);
+  EXPECT_EQ(v100.ranks(), 16);
+  EXPECT_TRUE(v100.node.levels.empty());
+  int ring = 0;
+  for (const Link& link : v100.node.links)
+    if (link.kind == LinkKind::nvlink) {
+      ++ring;
+      EXPECT_DOUBLE_EQ(link.bandwidth, 135 * kGB);
+      EXPECT_TRUE(link.b - link.a == 1 || (link.a == 0 && link.b == 7)) << link.name;
+    }
+  EXPECT_EQ(ring, 8);
+  ASSERT_EQ(v100.node.nics.size(), 1u);
+  EXPECT_EQ(v100.node.nics[0].devices.size(), 8u);
+  EXPECT_DOUBLE_EQ(v100.node.nics[0].bandwidth, 7.5 * kGB);
+  Fabric fabric(v100);
+  EXPECT_DOUBLE_EQ(fabric.route(0, 1).bandwidth, 135 * kGB);
+  EXPECT_DOUBLE_EQ(fabric.route(7, 0).bandwidth, 135 * kGB);
+  EXPECT_THAT(
+      resourceNames(fabric, 0, 2),
+      ElementsAre("node0 pcie gpu0-pcie0 (gpu0->pcie0)", "node0 pcie0",
+                  "node0 pcie pcie0-cpu0 (pcie0->cpu0)", "node0 pcie pcie1-cpu0 (cpu0->pcie1)",
+                  "node0 pcie1", "node0 pcie gpu2-pcie1 (pcie1->gpu2)"));
+  EXPECT_DOUBLE_EQ(fabric.route(0, 2).bandwidth, 32 * kGB);
+  EXPECT_DOUBLE_EQ(fabric.route(0, 4).bandwidth, 7.5 * kGB);  // across the CPUs: the NIC's rate
+  EXPECT_DOUBLE_EQ(fabric.route(0, 8).bandwidth, 7.5 * kGB);
+  EXPECT_EQ(preset("gcpv100").name, "gcp-v100");
+}
+
 // ---------------------------------------------------------------------------------------------
 // DGX-1 routes
 
