@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 #include <utility>
 
 #include "ir/group_reduction.h"
 #include "support/error.h"
+#include "synth/ring_order.h"
 
 namespace chorus::synth {
 namespace {
@@ -64,37 +66,50 @@ std::vector<std::vector<int>> evenBlocks(const std::vector<int>& indices, std::s
   return blocks;
 }
 
+// `blocks[i]` (member i's) permuted to follow `ring`, a permutation of `members`.
+std::vector<std::vector<int>> alongRing(const std::vector<int>& members,
+                                        const std::vector<int>& ring,
+                                        const std::vector<std::vector<int>>& blocks) {
+  std::vector<std::vector<int>> out;
+  for (int d : ring)
+    out.push_back(blocks[ix(
+        static_cast<int>(std::find(members.begin(), members.end(), d) - members.begin()))]);
+  return out;
+}
+
 // Step 2 of lowerProgram for one group.
 void lowerGroup(lang::Program& p, Collective collective, const CollectiveGroup& group,
-                const StateContext& before, int factor) {
+                const StateContext& before, int factor, const LinkMatrix& nodeLinks) {
   const std::vector<int>& m = group.devices;
+  const std::vector<int> ring = orderRing(nodeLinks, m);
   const std::vector<int> indices = expand(group.chunks, factor);
   switch (collective) {
     case Collective::reduceScatter:
-      ringReduceScatter(p, m, evenBlocks(indices, m.size()));
+      ringReduceScatter(p, ring, alongRing(m, ring, evenBlocks(indices, m.size())));
       break;
     case Collective::allGather: {
       std::vector<std::vector<int>> blocks;
-      for (int d : m)
+      for (int d : ring)
         blocks.push_back(expand(nonEmptyRows(before[ix(d)]), factor));
-      ringAllGather(p, m, blocks);
+      ringAllGather(p, ring, blocks);
       break;
     }
     case Collective::allReduce: {
-      const std::vector<std::vector<int>> blocks = evenBlocks(indices, m.size());
-      ringReduceScatter(p, m, blocks);
-      ringAllGather(p, m, blocks);
+      const std::vector<std::vector<int>> blocks =
+          alongRing(m, ring, evenBlocks(indices, m.size()));
+      ringReduceScatter(p, ring, blocks);
+      ringAllGather(p, ring, blocks);
       break;
     }
-    case Collective::reduce:
-      for (std::size_t i = m.size() - 1; i >= 1; --i)
+    case Collective::reduce:  // toward ring[0] == m[0]
+      for (std::size_t i = ring.size() - 1; i >= 1; --i)
         for (int index : indices)
-          reduceInto(p, m[i - 1], m[i], index);
+          reduceInto(p, ring[i - 1], ring[i], index);
       break;
-    case Collective::broadcast:
-      for (std::size_t i = 0; i + 1 < m.size(); ++i)
+    case Collective::broadcast:  // from ring[0] == m[0]
+      for (std::size_t i = 0; i + 1 < ring.size(); ++i)
         for (int index : indices)
-          copyTo(p, m[i], m[i + 1], index);
+          copyTo(p, ring[i], ring[i + 1], index);
       break;
   }
 }
@@ -128,7 +143,7 @@ std::unique_ptr<lang::Program> lowerProgram(const SynthesisHierarchy& hierarchy,
   StateContext context = makeInitialContext(chunks, devices);
   for (const ProgramStep& step : steps) {
     for (const CollectiveGroup& group : step.groups)
-      lowerGroup(*lowered, step.collective, group, context, factor);
+      lowerGroup(*lowered, step.collective, group, context, factor, options.nodeLinks);
     GroupStep groupStep{step.collective, {}};
     for (const CollectiveGroup& group : step.groups)
       groupStep.groups.push_back(group.devices);

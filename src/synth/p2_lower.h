@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "chorus/lang.h"
+#include "synth/link_matrix.h"
 #include "synth/p2_program.h"
 
 namespace chorus::synth {
@@ -25,6 +26,10 @@ std::shared_ptr<const ir::Collective> makeGroupReduction(int nranks, int chunkFa
 struct LowerOptions {
   std::string name = "p2";
   lang::ProgramOptions program;
+  // The link matrix of one node of the target topology: every ring and chain visits its
+  // group in orderRing(nodeLinks, members) order (ring_order.h), as NCCL orders a
+  // communicator's ring along NVLink. Empty: members in reduction-index order.
+  LinkMatrix nodeLinks;
 };
 
 // Lowers `program` (valid on `hierarchy`) placed by `layout` to one DSL program on all of the
@@ -39,6 +44,8 @@ struct LowerOptions {
 //     member i; AllGather = ring AllGather of each member's own chunks; AllReduce = ring
 //     ReduceScatter then ring AllGather; Reduce = a chain toward the first member;
 //     Broadcast = a chain from the first member (seed 000 §2's ring helpers, on chunk lists).
+//     Rings and chains visit the members in orderRing order (options.nodeLinks); each block
+//     still ends on, or starts from, the member it belongs to.
 //  3. The collective is makeGroupReduction(layout.groups); the trace checks its postcondition.
 std::unique_ptr<lang::Program> lowerProgram(const SynthesisHierarchy& hierarchy,
                                             const ReductionLayout& layout,

@@ -15,6 +15,8 @@
 //      --instances replicates every program alike instead.
 //   3. The baseline of a placement is its one-instruction program (root, InsideGroup,
 //      AllReduce): one AllReduce over each reduction group. Speedup = baseline / program.
+//      Every ring, the baseline's included, follows the topology's fastest links
+//      (ring_order.h, --ring-order topology) as NCCL's ring search would.
 //   4. --run K measures the K fastest programs and their placements' single AllReduce on this
 //      host (host_timing.h: one process per device over shm, exact results checked).
 //   5. --emit compiles the --top best programs of all placements again with the verifier on
@@ -42,9 +44,11 @@
 #include "sim/simulator.h"
 #include "support/error.h"
 #include "support/size.h"
+#include "synth/link_matrix.h"
 #include "synth/p2_lower.h"
 #include "synth/p2_placement.h"
 #include "synth/p2_program.h"
+#include "synth/ranking_f1.h"
 #include "topology/fabric.h"
 #include "topology/presets.h"
 
@@ -77,7 +81,9 @@ struct ReductionArgs {
   int run = 0;          // programs to measure on this host
   double budget = 0.2;  // seconds of timed calls per measured program
   bool quiet = false;
-  ir::MscclWriteOptions xml;  // for --emit
+  ir::MscclWriteOptions xml;           // for --emit
+  std::string ringOrder = "topology";  // --ring-order: "topology" or "rank"
+  synth::LinkMatrix nodeLinks;         // derived in runReduction from --ring-order
 };
 
 // One simulated program of one placement.
@@ -115,12 +121,13 @@ bool isSingleAllReduce(const synth::ReductionProgram& program) {
          program.instructions[0].form.kind == synth::FormKind::insideGroup;
 }
 
-ir::Algorithm compileLowered(const synth::PlacementCandidate& candidate,
+ir::Algorithm compileLowered(const ReductionArgs& args, const synth::PlacementCandidate& candidate,
                              const synth::ReductionProgram& program, const std::string& name,
                              int instances, bool verify) {
   CHORUS_INTERNAL_ASSERT(instances >= 1, "a program is compiled with at least one instance");
   synth::LowerOptions lowerOptions;
   lowerOptions.name = name;
+  lowerOptions.nodeLinks = args.nodeLinks;
   lowerOptions.program.instances = instances;
   const auto lowered =
       synth::lowerProgram(candidate.hierarchy, candidate.layout, program, lowerOptions);
@@ -148,11 +155,11 @@ Compiled compileWithinBudget(const ReductionArgs& args, const synth::PlacementCa
                              const synth::ReductionProgram& program, const std::string& name,
                              bool verify) {
   if (args.instancesGiven)
-    return {compileLowered(candidate, program, name, args.instances, verify), args.instances};
-  Compiled one{compileLowered(candidate, program, name, 1, verify), 1};
+    return {compileLowered(args, candidate, program, name, args.instances, verify), args.instances};
+  Compiled one{compileLowered(args, candidate, program, name, 1, verify), 1};
   const int fit = std::min(kMaxInstances, args.threadblocks / maxThreadblocks(one.algorithm));
   if (fit <= 1) return one;
-  return {compileLowered(candidate, program, name, fit, verify), fit};
+  return {compileLowered(args, candidate, program, name, fit, verify), fit};
 }
 
 // The tbs column: threadblocks per device, starred when one instance already exceeds the budget.
@@ -176,6 +183,11 @@ void checkArgs(const ReductionArgs& args) {
   if (args.reduce.empty())
     throw OptionError("--reduce needs the axes to reduce over, by position, e.g. --reduce 0");
   if (args.top < 1) throw OptionError("--top must be at least 1");
+  if (args.ringOrder != "topology" && args.ringOrder != "rank")
+    throw OptionError(fmt::format(
+        "--ring-order {} is not known; use topology (NCCL-like rings along the fastest links) "
+        "or rank",
+        args.ringOrder));
   if (args.sizeLimit < 1) throw OptionError("--size-limit must be at least 1");
   if (args.run < 0) throw OptionError("--run must be 0 (no measuring) or more programs");
   if (!(args.budget > 0))
@@ -226,11 +238,35 @@ void measureFastest(const ReductionArgs& args, std::uint64_t bytes,
     progress.show(++done, fmt::format("measuring placement {}: {}", s->placement, s->text));
     const synth::PlacementCandidate& c = candidates[static_cast<std::size_t>(s->placement)];
     const ir::Algorithm algorithm =
-        compileLowered(c, c.programs[static_cast<std::size_t>(s->program)],
+        compileLowered(args, c, c.programs[static_cast<std::size_t>(s->program)],
                        fmt::format("p2-m{}-{}", s->placement, s->program), s->instances,
                        /*verify=*/false);
     s->measured = timeOnHost(algorithm, bytes, args.budget);
   }
+}
+
+// Top-1/5/10 F1 of the predicted ranking against the measured one, over the measured programs
+// (ranking_f1.h; seed 003 Table 5 ranks every program, --run K only the ones it measured).
+void printTopKF1(std::FILE* out, std::vector<PlacementResult>& results) {
+  std::vector<double> predicted;
+  std::vector<double> measured;
+  for (const Scored* s : byPredictedTime(results)) {
+    if (!s->measured) continue;
+    predicted.push_back(s->seconds);
+    measured.push_back(s->measured->seconds);
+  }
+  if (predicted.size() < 2) return;
+  std::string figures;
+  for (int k : {1, 5, 10}) {
+    if (static_cast<std::size_t>(k) >= predicted.size()) break;
+    figures += fmt::format("{}top-{} {:.0f}%", figures.empty() ? "" : ", ", k,
+                           100 * synth::computeTopKF1(predicted, measured, k));
+  }
+  fmt::print(out,
+             "top-k F1 of the predicted ranking against the measured one ({} measured programs; "
+             "P2 Table 5 reports 52/75/92%): {}\n",
+             predicted.size(),
+             figures.empty() ? "none (top-k needs more than k measured programs)" : figures);
 }
 
 // The --run table: predicted and measured times and speedups, fastest predicted first.
@@ -258,6 +294,7 @@ bool printMeasured(std::FILE* out, const ReductionArgs& args, const topology::To
                baseline.measured->seconds / m.seconds, s->text,
                m.correct ? "" : "  WRONG: " + m.firstWrong);
   }
+  printTopKF1(out, results);
   return allCorrect;
 }
 
@@ -306,6 +343,8 @@ ExitCode runReduction(const ReductionArgs& given) {
   const topology::Topology topology = topology::loadTopology(given.topology, given.nodes);
   ReductionArgs args = given;
   if (!args.threadblocksGiven) args.threadblocks = defaultThreadblocks(topology);
+  if (args.ringOrder == "topology" && topology.node.devices > 1)
+    args.nodeLinks = synth::linkMatrixFromTopology(topology::withNodes(topology, 1));
   const synth::SystemHierarchy system = synth::systemHierarchyOf(topology, topology.nodes);
   topology::Fabric fabric(topology);
   const auto start = Clock::now();
@@ -366,6 +405,10 @@ ExitCode runReduction(const ReductionArgs& given) {
              synth::deviceCount(system), synth::deviceCount(system) == 1 ? "" : "s");
   fmt::print(out, "axes: [{}], reducing axis {} ; {} per device\n", fmt::join(args.axes, ", "),
              fmt::join(args.reduce, ", "), formatSize(bytes));
+  fmt::print(out, "rings: {}\n",
+             args.nodeLinks.size > 0
+                 ? "along the fastest links of a node, as NCCL orders them (--ring-order topology)"
+                 : "in rank order (--ring-order rank)");
   if (args.instancesGiven)
     fmt::print(out, "every program on {} instance{}\n", args.instances,
                args.instances == 1 ? "" : "s");
@@ -434,8 +477,9 @@ ExitCode runReduction(const ReductionArgs& given) {
       const Scored& s = *all[i];
       const std::string name = fmt::format("p2-m{}-{}", s.placement, s.program);
       const synth::PlacementCandidate& c = candidates[static_cast<std::size_t>(s.placement)];
-      const ir::Algorithm algorithm = compileLowered(
-          c, c.programs[static_cast<std::size_t>(s.program)], name, s.instances, /*verify=*/true);
+      const ir::Algorithm algorithm =
+          compileLowered(args, c, c.programs[static_cast<std::size_t>(s.program)], name,
+                         s.instances, /*verify=*/true);
       const std::string path = (std::filesystem::path(args.emit) / (name + ".xml")).string();
       writeTextOutput(path, ir::writeAlgorithm(algorithm, ir::Format::xml, args.xml));
       fmt::print(out, "wrote {} ({}, {})\n", path, s.text, seconds(s.seconds));
@@ -465,6 +509,11 @@ Command addSynthReductionCommand(CLI::App& synth) {
   command->add_option("--reduce", args->reduce, "Axes to reduce over, by position, e.g. 0")
       ->delimiter(',')
       ->required();
+  command
+      ->add_option("--ring-order", args->ringOrder,
+                   "Order of every ring and chain: topology (along the fastest links, as NCCL "
+                   "orders a ring, e.g. NVLink on dgx1) or rank")
+      ->capture_default_str();
   command->add_option("--top", args->top, "Programs shown per placement and emitted")
       ->capture_default_str();
   command->add_option("--size-limit", args->sizeLimit, "Largest program size (seed 003 uses 5)")
