@@ -4,6 +4,7 @@
 // tile) for library algorithms on DGX A100 clusters of 64, 256 and 1024 ranks.
 //
 //   build/bench/bench_sim_scale [--ranks 64,256,1024] [--algorithms allreduce.ring,...]
+//                               [--sizes 1M,64M,1G] [--every-tile]
 //
 // A benchmark, not a test: it asserts nothing.
 #include <fmt/format.h>
@@ -35,6 +36,7 @@ struct Options {
       "allreduce.ring,allreduce.hierarchical,allreduce.recursive-doubling,alltoall.direct";
   std::string topology = "dgx-a100";
   std::string sizes = "1M,64M,1G";
+  bool everyTile = false;  // no steady-state extrapolation
 };
 
 int run(const Options& o) {
@@ -44,10 +46,13 @@ int run(const Options& o) {
              o.topology, perNode);
   fmt::print(
       "# trace: DSL build; post: trace-time postcondition; passes: compiler passes but verify;\n"
-      "# verify: the verify pass; sim: simulate (s); ns/rank-step: sim per simulated step\n");
-  fmt::print("# {:<26} {:>5} {:>6} {:>7} {:>7} {:>7} {:>7} {:>6} {:>11} {:>11} {:>8} {:>7}\n",
-             "algorithm", "ranks", "size", "trace", "post", "passes", "verify", "tiles",
-             "rank-steps", "events", "sim", "ns/step");
+      "# verify: the verify pass; sim: simulate (s); ns/rank-step: sim per simulated step;\n"
+      "# simulated: tiles simulated step by step (the rest extrapolated from the steady state);\n"
+      "# predicted: the simulated call's time (ms)\n");
+  fmt::print(
+      "# {:<26} {:>5} {:>6} {:>7} {:>7} {:>7} {:>7} {:>6} {:>9} {:>11} {:>11} {:>8} {:>7} {:>10}\n",
+      "algorithm", "ranks", "size", "trace", "post", "passes", "verify", "tiles", "simulated",
+      "rank-steps", "events", "sim", "ns/step", "predicted");
   for (auto rankPart : split(o.ranks, ',')) {
     const int ranks = std::stoi(std::string(rankPart));
     topology::Fabric fabric(topology::withNodes(node, ranks / perNode));
@@ -77,14 +82,16 @@ int run(const Options& o) {
       for (auto sizePart : split(o.sizes, ',')) {
         sim::SimOptions options;
         options.bytes = parseSize(sizePart);
+        options.extrapolate = !o.everyTile;
         const sim::SimResult r = sim::simulate(plan, fabric, options);
         fmt::print(
-            "  {:<26} {:>5} {:>6} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>6} {:>11} {:>11} {:>8.2f} "
-            "{:>7.0f}\n",
+            "  {:<26} {:>5} {:>6} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>6} {:>9} {:>11} {:>11} "
+            "{:>8.2f} {:>7.0f} {:>10.3f}\n",
             name, ranks, formatSize(options.bytes), seconds(traceStart, postStart),
-            seconds(postStart, compileStart), passSeconds, verifySeconds, r.tiles, r.stepsExecuted,
-            r.events, r.simSeconds,
-            r.stepsExecuted ? r.simSeconds * 1e9 / static_cast<double>(r.stepsExecuted) : 0.0);
+            seconds(postStart, compileStart), passSeconds, verifySeconds, r.tiles, r.tilesSimulated,
+            r.stepsExecuted, r.events, r.simSeconds,
+            r.stepsExecuted ? r.simSeconds * 1e9 / static_cast<double>(r.stepsExecuted) : 0.0,
+            r.seconds * 1e3);
         std::fflush(stdout);
       }
     }
@@ -102,6 +109,7 @@ int main(int argc, char** argv) {
   app.add_option("--algorithms", o.algorithms, "Library algorithms")->capture_default_str();
   app.add_option("--topology", o.topology, "Preset or topology JSON")->capture_default_str();
   app.add_option("--sizes", o.sizes, "Call sizes")->capture_default_str();
+  app.add_flag("--every-tile", o.everyTile, "Simulate every tile (no steady-state extrapolation)");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

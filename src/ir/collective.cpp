@@ -11,38 +11,115 @@
 
 namespace chorus::ir {
 
+// A value's storage: a sorted list of contributions (`parts`, for values made by of() and
+// sum()), or the reduction of two values (`left` ⊕ `right`, parts empty).
+struct ChunkValue::Node {
+  std::vector<InputChunk> parts;
+  // Mutable only so that ~Node can unlink a chain without recursing (see there).
+  mutable std::shared_ptr<const Node> left;
+  mutable std::shared_ptr<const Node> right;
+  std::uint64_t size = 0;  // contributions, duplicates counted
+  std::uint64_t hash = 0;  // sum of mixChunk over the contributions: order-independent
+
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  ~Node();
+};
+
+namespace {
+
+// splitmix64's finalizer over (rank, index): the per-contribution term of a value's hash.
+std::uint64_t mixChunk(InputChunk chunk) {
+  std::uint64_t x = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(chunk.rank)) << 32) |
+                    static_cast<std::uint32_t>(chunk.index);
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+ChunkValue::Node::~Node() {
+  // A reduction chain is as deep as the hops that built it; releasing it by plain member
+  // destruction would recurse once per link. Children this node owns alone are unlinked here
+  // instead, one at a time (use_count 1: no other reference, so no other thread, can reach it).
+  std::vector<std::shared_ptr<const Node>> pending;
+  auto unlink = [&pending](std::shared_ptr<const Node>& child) {
+    if (child && child.use_count() == 1) pending.push_back(std::move(child));
+  };
+  unlink(left);
+  unlink(right);
+  while (!pending.empty()) {
+    std::shared_ptr<const Node> node = std::move(pending.back());
+    pending.pop_back();
+    unlink(node->left);
+    unlink(node->right);
+  }
+}
+
 ChunkValue ChunkValue::of(InputChunk chunk) {
-  ChunkValue v;
-  v.parts_ = std::make_shared<const std::vector<InputChunk>>(std::vector<InputChunk>{chunk});
-  return v;
+  return sum({chunk});
 }
 
 ChunkValue ChunkValue::sum(std::vector<InputChunk> parts) {
   if (!std::is_sorted(parts.begin(), parts.end())) std::sort(parts.begin(), parts.end());
+  auto node = std::make_shared<Node>();
+  node->size = parts.size();
+  for (const InputChunk& part : parts)
+    node->hash += mixChunk(part);
+  node->parts = std::move(parts);
   ChunkValue v;
-  v.parts_ = std::make_shared<const std::vector<InputChunk>>(std::move(parts));
+  v.node_ = std::move(node);
   return v;
 }
 
 ChunkValue ChunkValue::reduce(const ChunkValue& a, const ChunkValue& b) {
   CHORUS_INTERNAL_ASSERT(a.initialized() && b.initialized(), "reduce of an uninitialized value");
-  std::vector<InputChunk> merged;
-  merged.reserve(a.parts_->size() + b.parts_->size());
-  std::merge(a.parts_->begin(), a.parts_->end(), b.parts_->begin(), b.parts_->end(),
-             std::back_inserter(merged));
+  auto node = std::make_shared<Node>();
+  node->left = a.node_;
+  node->right = b.node_;
+  node->size = a.node_->size + b.node_->size;
+  node->hash = a.node_->hash + b.node_->hash;
   ChunkValue v;
-  v.parts_ = std::make_shared<const std::vector<InputChunk>>(std::move(merged));
+  v.node_ = std::move(node);
   return v;
 }
 
-const std::vector<InputChunk>& ChunkValue::parts() const {
-  static const std::vector<InputChunk> kEmpty;
-  return parts_ ? *parts_ : kEmpty;
+std::uint64_t ChunkValue::size() const {
+  return node_ ? node_->size : 0;
+}
+
+std::uint64_t ChunkValue::hash() const {
+  return node_ ? node_->hash : 0;
+}
+
+std::vector<InputChunk> ChunkValue::parts() const {
+  std::vector<InputChunk> out;
+  if (!node_) return out;
+  if (!node_->left) return node_->parts;
+  // Depth-first over the DAG (iterative: chains are deep), then one sort. A node shared by
+  // several operands is visited once per use: each use is a contribution.
+  out.reserve(node_->size);
+  std::vector<const Node*> stack{node_.get()};
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (n->left) {
+      stack.push_back(n->right.get());
+      stack.push_back(n->left.get());
+    } else {
+      out.insert(out.end(), n->parts.begin(), n->parts.end());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::string ChunkValue::describe() const {
   if (!initialized()) return "uninitialized";
-  const auto& p = *parts_;
+  const std::vector<InputChunk> p = parts();
   if (p.size() == 1) return fmt::format("in({},{})", p[0].rank, p[0].index);
   std::string out = "sum{";
   for (std::size_t i = 0; i < p.size(); ++i) {
@@ -53,8 +130,30 @@ std::string ChunkValue::describe() const {
 }
 
 bool operator==(const ChunkValue& a, const ChunkValue& b) {
-  if (a.parts_ == b.parts_) return true;
+  if (a.node_ == b.node_) return true;
+  if (a.size() != b.size() || a.hash() != b.hash()) return false;
+  if (a.size() == 0) return true;
   return a.parts() == b.parts();
+}
+
+std::size_t ValueMatcher::PairHash::operator()(const std::pair<const void*, const void*>& p) const {
+  const auto x = reinterpret_cast<std::uintptr_t>(p.first);
+  const auto y = reinterpret_cast<std::uintptr_t>(p.second);
+  return std::hash<std::uintptr_t>()(x * 0x9e3779b97f4a7c15ULL ^ y);
+}
+
+bool ValueMatcher::equal(const ChunkValue& actual, const ChunkValue& expected) {
+  if (actual.sharesStorageWith(expected) || !actual.node_ || !expected.node_)
+    return actual == expected;
+  const std::pair<const void*, const void*> key{actual.node_.get(), expected.node_.get()};
+  auto it = known_.find(key);
+  if (it != known_.end()) return it->second;
+  const bool same = actual == expected;
+  known_.emplace(key, same);
+  // The keys are addresses: keep both values alive so no other value can take them.
+  kept_.push_back(actual);
+  kept_.push_back(expected);
+  return same;
 }
 
 namespace {
@@ -97,8 +196,22 @@ class BuiltinCollective : public Collective {
  protected:
   int n() const { return options_.nranks; }
   int cf() const { return options_.chunkFactor; }
+  // Σ_r in(r, index): the expected value of a reducing collective's outputs. Built once per
+  // index and shared by every rank that must hold it (a postcondition check over all ranks
+  // then costs one sum per index, and compares by storage where it can). Thread-safe.
+  ChunkValue sumOverRanks(int index) const {
+    const std::lock_guard<std::mutex> lock(sumsMutex_);
+    if (static_cast<int>(sums_.size()) <= index) sums_.resize(index + 1);
+    ChunkValue& sum = sums_[index];
+    if (!sum.initialized()) sum = sumOver(n(), index);
+    return sum;
+  }
   CollectiveKind kind_;
   CollectiveOptions options_;
+
+ private:
+  mutable std::mutex sumsMutex_;
+  mutable std::vector<ChunkValue> sums_;
 };
 
 // out[c] = Σ_r in(r, c); in-place: output aliases input.
@@ -112,7 +225,7 @@ class AllReduce : public BuiltinCollective {
     return ChunkValue::of({rank, index});
   }
   std::optional<ChunkValue> expectedOutput(int, int index) const override {
-    return sumOver(n(), index);
+    return sumOverRanks(index);
   }
   Location canonical(int, Location l) const override {
     if (inPlace() && l.buffer == BufferKind::output) l.buffer = BufferKind::input;
@@ -151,7 +264,7 @@ class ReduceScatter : public BuiltinCollective {
     return ChunkValue::of({rank, index});
   }
   std::optional<ChunkValue> expectedOutput(int rank, int index) const override {
-    return sumOver(n(), rank * cf() + index);
+    return sumOverRanks(rank * cf() + index);
   }
   Location canonical(int rank, Location l) const override {
     if (inPlace() && l.buffer == BufferKind::output)
@@ -210,7 +323,7 @@ class Reduce : public BuiltinCollective {
   }
   std::optional<ChunkValue> expectedOutput(int rank, int index) const override {
     if (rank != root()) return std::nullopt;
-    return sumOver(n(), index);
+    return sumOverRanks(index);
   }
   Location canonical(int, Location l) const override {
     if (inPlace() && l.buffer == BufferKind::output) l.buffer = BufferKind::input;

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <compare>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ir/algorithm.h"
@@ -23,26 +26,55 @@ struct InputChunk {
 };
 
 // A symbolic chunk value: the multiset of input chunks reduced into it (a single input chunk
-// for copies). Empty means uninitialized. Copies share storage, so copying is O(1).
+// for copies). Empty means uninitialized. Immutable; copies share storage, so copying is O(1).
+// A reduction is stored as a node over its two operands (a DAG shared with every value built
+// from them), so reducing is O(1) however many parts the operands hold; the multiset is
+// flattened only to compare or print it. Values may be shared between threads.
 class ChunkValue {
  public:
   ChunkValue() = default;
   static ChunkValue of(InputChunk chunk);
   // The reduction of the given chunks (any order; duplicates are kept).
   static ChunkValue sum(std::vector<InputChunk> parts);
-  // Multiset union: the value of a ⊕ b. Both must be initialized.
+  // Multiset union: the value of a ⊕ b. Both must be initialized. O(1).
   static ChunkValue reduce(const ChunkValue& a, const ChunkValue& b);
 
-  bool initialized() const { return parts_ && !parts_->empty(); }
+  bool initialized() const { return size() > 0; }
+  // Number of contributions, duplicates counted. O(1).
+  std::uint64_t size() const;
   // Sorted contributions; duplicates are kept (a double-counted chunk appears twice).
-  const std::vector<InputChunk>& parts() const;
+  // O(size · log size): flattens the reduction tree.
+  std::vector<InputChunk> parts() const;
   // "in(3,2)" for one chunk, "sum{in(0,2) in(1,2)}" for a reduction, "uninitialized".
   std::string describe() const;
+  // Whether two values share storage (copies of one another): then they are equal.
+  bool sharesStorageWith(const ChunkValue& other) const { return node_ == other.node_; }
 
+  // Equal multisets. O(1) when the values share storage or differ in size or in their
+  // order-independent hash; otherwise both are flattened.
   friend bool operator==(const ChunkValue& a, const ChunkValue& b);
 
  private:
-  std::shared_ptr<const std::vector<InputChunk>> parts_;
+  struct Node;
+  friend class ValueMatcher;
+  std::uint64_t hash() const;
+  std::shared_ptr<const Node> node_;
+};
+
+// Compares many actual values with expected ones, remembering the pairs of storages found
+// equal or different, so the copies of one reduction that many ranks hold are flattened once
+// per expected value (a postcondition check over every output chunk). Keeps the values it
+// compared alive. Not thread-safe.
+class ValueMatcher {
+ public:
+  bool equal(const ChunkValue& actual, const ChunkValue& expected);
+
+ private:
+  struct PairHash {
+    std::size_t operator()(const std::pair<const void*, const void*>& p) const;
+  };
+  std::unordered_map<std::pair<const void*, const void*>, bool, PairHash> known_;
+  std::vector<ChunkValue> kept_;
 };
 
 // A buffer location inside one rank.

@@ -92,8 +92,7 @@ void checkTable(const CollectiveTable& table) {
     for (std::size_t i = 0; i < table.initial[r].size(); ++i) {
       const ChunkValue& value = table.initial[r][i];
       if (!value.initialized()) continue;
-      if (value.parts().size() != 1 || value.parts()[0].rank != r ||
-          value.parts()[0].index != static_cast<int>(i))
+      if (!(value == ChunkValue::of({r, static_cast<int>(i)})))
         throw OptionError(fmt::format(
             "custom collective '{}': rank {} input[{}] must start as in({},{}) or unused, not "
             "{}; an input chunk holds its own value",

@@ -264,12 +264,13 @@ std::vector<Violation> Program::checkPostcondition() const {
   std::vector<Violation> violations;
   const auto& c = collective();
   if (!c.hasPostcondition()) return violations;
+  ir::ValueMatcher matcher;
   for (int r = 0; r < nranks(); ++r) {
     for (int i = 0; i < c.outputChunks(r); ++i) {
       const auto expected = c.expectedOutput(r, i);
       if (!expected) continue;
       const auto actual = valueAt(r, Buffer::output, i);
-      if (!(actual == *expected))
+      if (!matcher.equal(actual, *expected))
         violations.push_back({r, Buffer::output, i, expected->describe(), actual.describe()});
     }
   }

@@ -22,6 +22,18 @@
 //      On a slicing device the message's first slice arrives that latency after the first
 //      slice left, and a receiving step may start then (cut-through); it ends no earlier than
 //      its message's last slice arrived plus one slice of its own work.
+//   5. Steady state (SimOptions::extrapolate, calls of many tiles). The call cut to its first M
+//      tiles (the last one the size of the call's last tile) runs exactly as the whole call
+//      until a threadblock is about to start tile M - 1, so the simulation pauses there, a copy
+//      finishes the cut call and gives its finish time F(M), and the original goes on. At
+//      checkpoints M = M0, M0 + K, M0 + 2K, ... (M0 ≡ tiles mod K, M ≤ tiles / 2): once F and
+//      every resource's bytes grow by the same amounts over 3 periods in a row, the remaining
+//      tiles repeat the period: F(tiles) = F(M) + (tiles − M) / K · (F(M) − F(M − K)), and
+//      busy times grow by their mean over those periods. Exact once the bottleneck's timing
+//      repeats every K tiles (a network of FIFOs with deterministic service reaches such a
+//      periodic regime: Baccelli et al., "Synchronization and Linearity", 1992, ch. 7); the
+//      repeats are the check, and tests/sim/steady_state_test.cpp holds it to 1e-6 against
+//      simulating every tile. Otherwise every tile is simulated.
 #include "sim/simulator.h"
 
 #include <fmt/format.h>
@@ -48,6 +60,13 @@ constexpr int kNone = -1;
 // Flows are charged in bytes; a flow with fewer than this many bytes left is finished (guards
 // against rounding when rates change mid-flow).
 constexpr double kByteEpsilon = 1e-6;
+
+// Steady state (file comment step 5): checkpoints every kPeriodTiles tiles, the first at least
+// kPeriodTiles in; kSteadyRepeats equal periods in a row (relative to the period, within
+// kSteadyTolerance) allow extrapolation; checkpoints stop past half the call.
+constexpr int kPeriodTiles = 4;
+constexpr int kSteadyRepeats = 3;
+constexpr double kSteadyTolerance = 1e-9;
 
 enum class ShareKind : std::uint8_t { wire, memory, timeShare };
 
@@ -261,9 +280,11 @@ class Simulation {
     if (chunkBytes_ > 0) {
       for (int t = 0; t < static_cast<int>(tbs_.size()); ++t)
         wake(t);
-      drainWorklist();
-      loop();
-      checkFinished();
+      if (options_.extrapolate && !recording())
+        runToSteadyState();
+      else
+        advance();
+      if (!extrapolated_) checkFinished();
     }
     SimResult result = collect();
     result.simSeconds =
@@ -272,6 +293,100 @@ class Simulation {
   }
 
  private:
+  // ---- steady state (file comment step 5) -----------------------------------------------
+  // What a cut call's finish shows: its finish time and each resource's busy time and bytes.
+  struct Checkpoint {
+    double finish = 0;
+    std::vector<double> busy;
+    std::vector<double> bytes;
+  };
+
+  // Runs until the finish, or until a threadblock is about to start tile pauseTile_; returns
+  // whether it paused. Resumable.
+  bool advance() {
+    paused_ = false;
+    drainWorklist();
+    if (!paused_) loop();
+    return paused_;
+  }
+
+  // The call cut to its first `tiles` tiles, finished from the paused state by a copy.
+  Checkpoint finishCutCall(int tiles) {
+    Simulation cut = *this;
+    cut.tiles_ = tiles;
+    cut.pauseTile_ = kNone;
+    cut.advance();
+    cut.checkFinished();
+    cutSteps_ += cut.stepsExecuted_ - stepsExecuted_;
+    cutEvents_ += cut.eventCount_ - eventCount_;
+    Checkpoint point;
+    point.finish = cut.finishTime_;
+    for (const SimResource& r : cut.resources_) {
+      point.busy.push_back(r.busy);
+      point.bytes.push_back(r.bytes);
+    }
+    return point;
+  }
+
+  // Whether the last kSteadyRepeats + 1 checkpoints are evenly spaced in the finish time and
+  // in every resource's bytes. (Busy times are not checked: a link off the critical path may
+  // idle a little more in one period than in the next while the finish keeps its period.)
+  static bool periodic(const std::vector<Checkpoint>& points) {
+    const std::size_t n = points.size();
+    if (n < kSteadyRepeats + 1) return false;
+    const Checkpoint& last = points[n - 1];
+    const Checkpoint& before = points[n - 2];
+    const double period = last.finish - before.finish;
+    if (!(period > 0)) return false;
+    auto same = [](double a, double b, double scale) {
+      return std::abs(a - b) <= kSteadyTolerance * scale;
+    };
+    for (std::size_t i = n - kSteadyRepeats; i < n - 1; ++i) {
+      const Checkpoint& x = points[i];
+      const Checkpoint& y = points[i - 1];
+      if (!same(x.finish - y.finish, period, period)) return false;
+      for (std::size_t r = 0; r < last.bytes.size(); ++r) {
+        const double bytes = last.bytes[r] - before.bytes[r];
+        if (!same(x.bytes[r] - y.bytes[r], bytes, std::max(bytes, 1.0))) return false;
+      }
+    }
+    return true;
+  }
+
+  // Simulates tile by tile with checkpoints; extrapolates once they repeat, else finishes.
+  void runToSteadyState() {
+    const int total = tiles_;
+    std::vector<Checkpoint> points;
+    const int first = kPeriodTiles + total % kPeriodTiles;
+    if (first + kSteadyRepeats * kPeriodTiles > total / 2) {
+      advance();  // too few tiles to see the period repeat
+      return;
+    }
+    for (int cut = first; cut <= total / 2; cut += kPeriodTiles) {
+      pauseTile_ = cut - 1;
+      if (!advance()) return;  // finished or deadlocked (checkFinished says which)
+      points.push_back(finishCutCall(cut));
+      if (!periodic(points)) continue;
+      // The remaining (total - cut) / K periods repeat the last one; busy times grow by their
+      // mean over the periods checked.
+      const double periods = static_cast<double>(total - cut) / kPeriodTiles;
+      const Checkpoint& last = points.back();
+      const Checkpoint& before = points[points.size() - 2];
+      const Checkpoint& first = points[points.size() - 1 - kSteadyRepeats];
+      finishTime_ = last.finish + periods * (last.finish - before.finish);
+      for (std::size_t r = 0; r < resources_.size(); ++r) {
+        resources_[r].busy =
+            last.busy[r] + periods * (last.busy[r] - first.busy[r]) / kSteadyRepeats;
+        resources_[r].bytes = last.bytes[r] + periods * (last.bytes[r] - before.bytes[r]);
+      }
+      tilesSimulated_ = cut;
+      extrapolated_ = true;
+      return;
+    }
+    pauseTile_ = kNone;
+    advance();
+  }
+
   // ---- set-up --------------------------------------------------------------------------
   void deriveTiling() {
     const std::size_t elem = options_.elementSize;
@@ -296,11 +411,14 @@ class Simulation {
       tileElems_ = chunkElems_;
     }
     tiles_ = static_cast<int>((chunkElems_ + tileElems_ - 1) / tileElems_);
+    tilesSimulated_ = tiles_;
+    callTiles_ = tiles_;
+    lastTileElems_ = chunkElems_ - static_cast<std::size_t>(tiles_ - 1) * tileElems_;
   }
 
+  // The last tile simulated has the size of the call's last tile (a cut call's too).
   std::uint64_t tileBytes(int tile) const {
-    const std::size_t offset = static_cast<std::size_t>(tile) * tileElems_;
-    return std::min(tileElems_, chunkElems_ - offset) * options_.elementSize;
+    return (tile == tiles_ - 1 ? lastTileElems_ : tileElems_) * options_.elementSize;
   }
 
   int addResource(std::string name, ShareKind kind, double bandwidth, int capacity,
@@ -470,7 +588,7 @@ class Simulation {
   }
 
   void loop() {
-    while (!events_.empty()) {
+    while (!events_.empty() && !paused_) {
       const Event e = events_.top();
       events_.pop();
       ++eventCount_;
@@ -511,7 +629,7 @@ class Simulation {
   void wake(int tb) { worklist_.push_back(tb); }
 
   void drainWorklist() {
-    while (!worklist_.empty()) {
+    while (!worklist_.empty() && !paused_) {
       const int t = worklist_.back();
       worklist_.pop_back();
       tryStart(t);
@@ -529,6 +647,14 @@ class Simulation {
   void tryStart(int t) {
     ThreadblockState& s = tbs_[static_cast<std::size_t>(t)];
     if (s.phase != Phase::idle) return;
+    if (s.tile == pauseTile_ && s.step == 0) {
+      // The first threadblock to reach tile pauseTile_: pause before it (runToSteadyState),
+      // and try it again on resuming.
+      pauseTile_ = kNone;
+      paused_ = true;
+      worklist_.push_back(t);
+      return;
+    }
     const ir::Step& step = s.program->steps[static_cast<std::size_t>(s.step)];
     // What was last to become ready (critical path): the previous step by default.
     double readyAt = s.lastEnd;
@@ -942,11 +1068,13 @@ class Simulation {
     SimResult r;
     r.bytes = options_.bytes;
     r.seconds = finishTime_;
-    r.tiles = tiles_;
+    r.tiles = callTiles_;
+    r.tilesSimulated = tilesSimulated_;
+    r.extrapolated = extrapolated_;
     for (double set : nodeWorkingSets_)
       r.workingSet = std::max(r.workingSet, set);
-    r.stepsExecuted = stepsExecuted_;
-    r.events = eventCount_;
+    r.stepsExecuted = stepsExecuted_ + cutSteps_;
+    r.events = eventCount_ + cutEvents_;
     if (r.seconds > 0) {
       r.algbw = static_cast<double>(options_.bytes) / r.seconds;
       const auto collective = benchCollective(a_.collective);
@@ -1007,7 +1135,16 @@ class Simulation {
   std::size_t chunkElems_ = 0;
   std::size_t chunkBytes_ = 0;
   std::size_t tileElems_ = 1;
-  int tiles_ = 1;
+  std::size_t lastTileElems_ = 1;
+  int tiles_ = 1;      // tiles this simulation runs (fewer than the call's in a cut call)
+  int callTiles_ = 1;  // the call's tiles
+  // Steady state (runToSteadyState).
+  int pauseTile_ = kNone;
+  bool paused_ = false;
+  bool extrapolated_ = false;
+  int tilesSimulated_ = 1;
+  std::size_t cutSteps_ = 0;  // simulated by the cut calls' copies
+  std::size_t cutEvents_ = 0;
 
   std::vector<SimResource> resources_;
   std::unordered_map<int, int> fabricMap_;

@@ -25,7 +25,12 @@ struct SimOptions {
   std::size_t elementSize = 4;  // float32
   int slots = 8;                // FIFO depth (CHORUS_SLOTS)
   std::size_t slotBytes = 256 << 10;  // FIFO slot payload (CHORUS_SLOT_BYTES)
-  bool tiling = true;         // false: one tile per chunk, unbounded slots (closed-form checks)
+  bool tiling = true;  // false: one tile per chunk, unbounded slots (closed-form checks)
+  // Steady state: once the finish time of the call cut to its first M, M + K, M + 2K, ...
+  // tiles grows by the same period 3 times in a row (every tile repeats the one K tiles
+  // before), the remaining tiles are extrapolated instead of simulated (docs/simulator.md
+  // "Steady state"). false: simulate every tile. Never used with criticalPath or trace.
+  bool extrapolate = true;
   bool criticalPath = false;  // record the chain of steps that decided the finish time
   bool trace = false;         // record every step for a Chrome trace
 };
@@ -59,11 +64,13 @@ struct SimResult {
   double algbw = 0;               // bytes / seconds
   double busbw = 0;               // algbw * nccl-tests bus factor
   int tiles = 1;                  // times each threadblock ran its steps
+  int tilesSimulated = 1;         // tiles simulated step by step (< tiles when extrapolated)
+  bool extrapolated = false;      // the tiles after tilesSimulated were extrapolated
   double workingSet = 0;          // bytes of the busiest node's input, output and scratch buffers
-  std::size_t stepsExecuted = 0;  // step-tiles simulated
-  std::size_t events = 0;
-  double simSeconds = 0;                 // wall time the simulation took
-  std::vector<LinkUse> links;            // resources that carried data, busiest first
+  std::size_t stepsExecuted = 0;  // step-tiles simulated (the steady-state checks' included)
+  std::size_t events = 0;         // events simulated (likewise)
+  double simSeconds = 0;          // wall time the simulation took
+  std::vector<LinkUse> links;     // resources that carried data, busiest first
   std::vector<StepRecord> criticalPath;  // first to last, when SimOptions::criticalPath
   std::vector<StepRecord> trace;         // every step-tile, when SimOptions::trace
 };

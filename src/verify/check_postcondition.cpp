@@ -126,8 +126,8 @@ std::string explainDifference(const Difference& d, const std::vector<InputChunk>
 }  // namespace
 
 std::string summarizeValue(const ir::ChunkValue& value) {
-  const auto& parts = value.parts();
-  if (!value.initialized() || parts.size() <= kListedParts) return value.describe();
+  if (!value.initialized() || value.size() <= kListedParts) return value.describe();
+  const std::vector<InputChunk> parts = value.parts();
   std::string out = fmt::format("sum{{{}}} ({} parts", describeChunks(parts), parts.size());
   std::size_t duplicates = 0;
   for (std::size_t i = 1; i < parts.size(); ++i)
@@ -140,13 +140,14 @@ void checkPostcondition(const ProgramModel& model, const std::vector<ir::ChunkVa
                         FindingSink& sink) {
   const ir::Collective& collective = *model.collective;
   const int n = collective.nranks();
+  ir::ValueMatcher matcher;
   for (int r = 0; r < n; ++r) {
     for (int i = 0; i < collective.outputChunks(r); ++i) {
       const std::optional<ir::ChunkValue> expected = collective.expectedOutput(r, i);
       if (!expected) continue;
       const int slot = model.outputSlot[r][i];
       const ir::ChunkValue& actual = slots[slot];
-      if (actual == *expected) continue;
+      if (matcher.equal(actual, *expected)) continue;
       if (sink.full()) {
         sink.markTruncated();
         return;
@@ -164,9 +165,11 @@ void checkPostcondition(const ProgramModel& model, const std::vector<ir::ChunkVa
             "uninitialized); expected {}; add the transfers that deliver it",
             where, summarizeValue(*expected));
       } else {
-        const Difference d = diffParts(actual.parts(), expected->parts());
+        const std::vector<InputChunk> actualParts = actual.parts();
+        const std::vector<InputChunk> expectedParts = expected->parts();
+        const Difference d = diffParts(actualParts, expectedParts);
         message = fmt::format("{} holds {}: {} (expected {})", where, summarizeValue(actual),
-                              explainDifference(d, actual.parts(), expected->parts()),
+                              explainDifference(d, actualParts, expectedParts),
                               summarizeValue(*expected));
       }
       sink.add(FindingKind::postcondition, r, -1, -1, std::move(message));

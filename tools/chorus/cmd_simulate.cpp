@@ -48,6 +48,7 @@ struct SimulateArgs {
   int slots = sim::SimOptions{}.slots;
   std::string slotBytes;
   bool noTiling = false;
+  bool everyTile = false;
   bool analytic = false;
   bool criticalPath = false;
   std::string tracePath;
@@ -315,6 +316,8 @@ nlohmann::json rowJson(const Plan& plan, const Row& row, int links) {
   if (!row.result) return out;
   const sim::SimResult& r = *row.result;
   out["tiles"] = r.tiles;
+  out["tiles_simulated"] = r.tilesSimulated;
+  out["extrapolated"] = r.extrapolated;
   out["steps"] = r.stepsExecuted;
   out["events"] = r.events;
   out["sim_seconds"] = r.simSeconds;
@@ -375,6 +378,7 @@ ExitCode runSimulate(const SimulateArgs& args) {
   options.slots = args.slots;
   if (!args.slotBytes.empty()) options.slotBytes = parseSize(args.slotBytes);
   options.tiling = !args.noTiling;
+  options.extrapolate = !args.everyTile;
   options.criticalPath = args.criticalPath;
   options.trace = !args.tracePath.empty();
 
@@ -443,10 +447,11 @@ ExitCode runSimulate(const SimulateArgs& args) {
 
   if (args.json) {
     const nlohmann::json document = {
-        {"topology", topology.name},       {"nodes", topology.nodes},
-        {"devices", topology.ranks()},     {"analytic", args.analytic},
-        {"tiling", !args.noTiling},        {"slots", options.slots},
-        {"slot_bytes", options.slotBytes}, {"rows", std::move(jsonRows)},
+        {"topology", topology.name},   {"nodes", topology.nodes},
+        {"devices", topology.ranks()}, {"analytic", args.analytic},
+        {"tiling", !args.noTiling},    {"every_tile", args.everyTile},
+        {"slots", options.slots},      {"slot_bytes", options.slotBytes},
+        {"rows", std::move(jsonRows)},
     };
     writeTextOutput(jsonToStdout ? "-" : args.jsonPath, document.dump(2) + "\n");
   }
@@ -486,6 +491,9 @@ Command addSimulateCommand(CLI::App& app) {
   command->add_option("--slot-bytes", args->slotBytes, "Bytes per FIFO slot (default 256K)");
   command->add_flag("--no-tiling", args->noTiling,
                     "One message per chunk, unbounded FIFOs (the closed-form model)");
+  command->add_flag("--every-tile", args->everyTile,
+                    "Simulate every tile, not only those until the tiles' period repeats (the "
+                    "steady-state extrapolation, docs/simulator.md)");
   command->add_flag("--analytic", args->analytic,
                     "Closed-form α-β-γ time with α, β, γ taken from the topology");
   command->add_flag("--critical-path", args->criticalPath,
