@@ -10,6 +10,7 @@
 #include <string>
 
 #include "algorithms/registry.h"
+#include "runtime/compile_for_test.h"
 #include "sim/simulator.h"
 #include "topology/fabric.h"
 #include "topology/presets.h"
@@ -34,17 +35,11 @@ std::string caseName(const Case& c) {
 }
 
 ir::Algorithm compileFor(const Case& c, const topology::Topology& topology) {
-  algorithms::BuildRequest request;
-  request.algorithm = c.algorithm;
   if (c.byNodes) {
-    request.nodes = c.nodes;
-    request.gpusPerNode = topology.node.devices;
-  } else {
-    request.ranks = topology.ranks();
+    return testing_support::compileForTiming(
+        {.algorithm = c.algorithm, .nodes = c.nodes, .gpusPerNode = topology.node.devices});
   }
-  compiler::CompileOptions options;
-  options.verify = false;  // the compiler's tests verify; here only the prediction matters
-  return algorithms::compileAlgorithm(request, options).algorithm;
+  return testing_support::compileForTiming({.algorithm = c.algorithm, .ranks = topology.ranks()});
 }
 
 double relative(double a, double b) {
