@@ -87,9 +87,10 @@ struct Layout {
   }
 };
 
-// Channel hints of instance c: none with one instance (the compiler chooses, as before).
+// Channel hints of instance c: none with one instance (the compiler chooses, as before) and
+// none with forward=chunk, whose per-chunk hops the compiler spreads over channels itself.
 lang::OpOptions onChannel(const Layout& layout, int instance, int channel) {
-  if (layout.parts == 1) return {};
+  if (layout.parts == 1 || layout.perChunk) return {};
   return {.channel = 2 * instance + channel};
 }
 
