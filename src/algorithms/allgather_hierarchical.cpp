@@ -32,6 +32,13 @@
 //
 //      G = 2, k = 2, node block [a0 a1 | b0 b1]:  instance 0 = a0 a1 (leader GPU 0),
 //      instance 1 = b0 b1 (leader GPU 1): GPU 0's NIC and GPU 1's NIC each carry half.
+//
+// Parameter `forward` (default chunk, the paper's Alg. 1 lines 13-19): every message of steps
+// 1-3 carries ONE chunk (one part): the leader sends GPU j's chunk across nodes as soon as that
+// chunk has arrived (line 15's MPI_Wait on it alone), receives the partner's h·G chunks as h·G
+// messages and forwards each to the local GPUs as it lands, so chunk i is forwarded before
+// chunk i+1 has arrived. forward=aggregated is the coarser form above: one message per contiguous
+// range. Pairing is XOR at every level in both forms (Alg. 1 line 11, dst = node ^ offset).
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -47,6 +54,7 @@ struct Layout {
   int nodes = 1;
   int gpus = 1;
   int parts = 1;
+  bool perChunk = false;  // forward=chunk: one message per part
   int rank(int node, int gpu) const { return node * gpus + gpu; }
   // Output index of part `part` of GPU `gpu` of node `node`.
   int index(int node, int gpu, int part) const { return rank(node, gpu) * parts + part; }
@@ -61,15 +69,32 @@ struct Layout {
       else
         result.emplace_back(index, gpus);
     }
+    return perChunk ? splitRuns(result) : result;
+  }
+  // The messages of [lo, hi): one, or one per part with forward=chunk.
+  std::vector<std::pair<int, int>> messages(int lo, int hi) const {
+    if (lo >= hi) return {};
+    return perChunk ? splitRuns({{lo, hi - lo}}) : std::vector<std::pair<int, int>>{{lo, hi - lo}};
+  }
+
+ private:
+  static std::vector<std::pair<int, int>> splitRuns(const std::vector<std::pair<int, int>>& runs) {
+    std::vector<std::pair<int, int>> result;
+    for (const auto& [index, count] : runs)
+      for (int i = index; i < index + count; ++i)
+        result.emplace_back(i, 1);
     return result;
   }
 };
 
-// Channel hints of instance c: none with one instance (the compiler chooses, as before).
+// Channel hints of instance c: none with one instance (the compiler chooses, as before) and
+// none with forward=chunk, whose per-chunk hops the compiler spreads over channels itself.
 lang::OpOptions onChannel(const Layout& layout, int instance, int channel) {
-  if (layout.parts == 1) return {};
+  if (layout.parts == 1 || layout.perChunk) return {};
   return {.channel = 2 * instance + channel};
 }
+
+constexpr int kForwardChunk = 1;  // `forward` values: 0 aggregated, 1 chunk
 
 constexpr int kLeaderChannel = 0;   // gather and exchange between leaders
 constexpr int kForwardChannel = 1;  // leader to the other local GPUs
@@ -87,9 +112,10 @@ void gatherNode(lang::Program& program, const Layout& layout, int n) {
       const int leader = instanceLeader(c, gpus, parts);
       const PartRange range = partsOfInstance(g, c, gpus, parts);
       if (g == leader || range.count == 0) continue;
-      own.slice(range.first, range.count)
-          .copy(layout.rank(n, leader), lang::Buffer::output, layout.index(n, g, range.first),
-                onChannel(layout, c, kLeaderChannel));
+      for (const auto& [first, count] : layout.messages(range.first, range.first + range.count))
+        own.slice(first, count)
+            .copy(layout.rank(n, leader), lang::Buffer::output, layout.index(n, g, first),
+                  onChannel(layout, c, kLeaderChannel));
     }
   }
   for (int c = 0; c < parts; ++c) {
@@ -102,10 +128,10 @@ void gatherNode(lang::Program& program, const Layout& layout, int n) {
       const int ownLast = ownFirst + parts;
       for (const auto& [lo, hi] : {std::pair{first, std::min(last, ownFirst)},
                                    std::pair{std::max(first, ownLast), last}}) {
-        if (lo >= hi) continue;
-        program.chunk(layout.rank(n, leader), lang::Buffer::output, lo, hi - lo)
-            .copy(layout.rank(n, g), lang::Buffer::output, lo,
-                  onChannel(layout, c, kForwardChannel));
+        for (const auto& [index, count] : layout.messages(lo, hi))
+          program.chunk(layout.rank(n, leader), lang::Buffer::output, index, count)
+              .copy(layout.rank(n, g), lang::Buffer::output, index,
+                    onChannel(layout, c, kForwardChannel));
       }
     }
   }
@@ -144,8 +170,10 @@ void exchangeLeaders(lang::Program& program, const Layout& layout, int c) {
 
 std::unique_ptr<lang::Program> buildAllGatherHierarchical(const std::string& name,
                                                           const BuildArgs& args) {
-  const Layout layout{
-      .nodes = args.nodes, .gpus = args.gpusPerNode, .parts = args.param("channels")};
+  const Layout layout{.nodes = args.nodes,
+                      .gpus = args.gpusPerNode,
+                      .parts = args.param("channels"),
+                      .perChunk = args.param("forward") == kForwardChunk};
   auto program = std::make_unique<lang::Program>(
       name, lang::allGather(args.ranks, layout.parts, false), args.programOptions);
   for (int n = 0; n < layout.nodes; ++n)
@@ -167,8 +195,10 @@ std::vector<AlgorithmInfo> hierarchicalAllGatherAlgorithms() {
        .shape = Shape::nodes,
        .minRanks = 2,
        .params = {instanceChannelsParam(
-           "k instances, each on 1/k of every rank's data with its own leader GPU "
-           "floor(c·G/k) per node, so k NICs cross nodes; channels 2c and 2c+1")},
+                      "k instances, each on 1/k of every rank's data with its own leader GPU "
+                      "floor(c·G/k) per node, so k NICs cross nodes; channels 2c and 2c+1"),
+                  forwardParam("chunk (Alg. 1): one message per chunk, each forwarded as it "
+                               "arrives; aggregated: one message per contiguous range")},
        .build = &buildAllGatherHierarchical,
        .steps = "⌈lg N⌉ inter-node + 2 intra-node (gather, last forward)",
        .bytesSent =

@@ -53,9 +53,20 @@
 // receives to its local GPUs. Temp buffers alternate between two sets, so the gather of step
 // s+1 overlaps the exchange of step s. leaders = G is two-step with pairwise order.
 //
-//      N = 4, leaders only cross nodes:
+//      N = 4, leaders only cross nodes, pairing=shift:
 //      step 1: N0 -> N1 -> N2 -> N3 -> N0     step 2: N0 <-> N2, N1 <-> N3
 //      step 3: N0 -> N3 -> N2 -> N1 -> N0
+//
+//   Parameter `pairing` (default xor, Alg. 3 line 28 and Figure 8): in step s node a exchanges
+//   with node a XOR s, both ways (step 1: N0 <-> N1, N2 <-> N3; step 2: N0 <-> N2, N1 <-> N3;
+//   step 3: N0 <-> N3, N1 <-> N2). XOR needs N a power of two; for other N the build falls back
+//   to shift (a -> a+s), which the listing's default then names. pairing=shift is the above.
+//
+//   Parameter `forward` (default chunk, Alg. 3 lines 13-24 and §III-C items 3-5): the leader
+//   sends each local GPU i's w chunks for the peer's leader as their own inter-node message as
+//   soon as they have arrived (no transposition), and the receiving leader scatters each chunk
+//   of that message to its GPU as it lands: G inter-node messages per leader pair and step, each
+//   forwarded before the next arrives. forward=aggregated is the route above (one G·w message).
 //
 // Algorithm (eager, seed 002 Algorithm 2, shift pairing for any N and G): pairwise AllToAll
 // whose intra-node steps run beside the first inter-node ones. In step j rank (n,g) sends to
@@ -113,6 +124,7 @@ struct PairRoute {
   int wireBase = 0;
   int landBase = 0;
   lang::OpOptions wire;  // placement of the inter-node transfer
+  int gatherTb = -1;     // forward=chunk: the sender receives GPU i's chunks on gatherTb + i
 };
 
 // Steps 1-2 of a route: the G·w chunks for the inter-node transfer, contiguous on the sending
@@ -229,10 +241,48 @@ std::unique_ptr<lang::Program> buildThreeStep(const std::string& name, const Bui
   return program;
 }
 
+constexpr int kPairingXor = 1;    // `pairing` values: 0 shift, 1 xor
+constexpr int kForwardChunk = 1;  // `forward` values: 0 aggregated, 1 chunk
+
+bool isPowerOfTwo(int n) {
+  return n > 0 && (n & (n - 1)) == 0;
+}
+
+// forward=chunk route: the chunks of each source GPU (a,i) for GPUs [lo, lo+w) of node b cross
+// as one message of w chunks to the receiver, which scatters each chunk as it lands. Scratch:
+// `gatherBase` + i·w on the sender, `landBase` + i·w on the receiver; the sender gathers
+// GPU i's chunks on threadblock `gatherTb` + i.
+void routeNodePairByChunk(lang::Program& program, const NodeShape& shape, const PairRoute& route) {
+  const int w = route.width;
+  const int sendRank = shape.rank(route.from, route.sender);
+  const int recvRank = shape.rank(route.to, route.receiver);
+  const int firstChunk = shape.rank(route.to, route.lo);
+  for (int i = 0; i < shape.gpus; ++i) {
+    const int src = shape.rank(route.from, i);
+    lang::ChunkRef row = program.chunk(src, lang::Buffer::input, firstChunk, w);
+    if (src != sendRank) {
+      // Its own threadblock, so the receive is not fused into the wire's send threadblock
+      // (which already has the peer leader as its receive peer).
+      row = row.copy(sendRank, lang::Buffer::scratch, route.gatherBase + i * w,
+                     {.recvTb = route.gatherTb + i});
+    }
+    if (w == 1) {  // the receiver is the destination
+      row.copy(recvRank, lang::Buffer::output, src, route.wire);
+      continue;
+    }
+    const lang::ChunkRef landed =
+        row.copy(recvRank, lang::Buffer::scratch, route.landBase + i * w, route.wire);
+    for (int j = 0; j < w; ++j)
+      landed.slice(j, 1).copy(shape.rank(route.to, route.lo + j), lang::Buffer::output, src);
+  }
+}
+
 std::unique_ptr<lang::Program> buildHierarchical(const std::string& name, const BuildArgs& args) {
   const NodeShape shape = shapeOf(args);
   const int gpus = shape.gpus;
   const int leaders = std::min(args.param("leaders"), gpus);
+  const bool xorPairs = args.param("pairing") == kPairingXor && isPowerOfTwo(shape.nodes);
+  const bool perChunk = args.param("forward") == kForwardChunk;
   auto program = newAllToAll(name, args);
   exchangeInsideNodes(*program, shape);
   // Leader l owns destination GPUs [lo(l), lo(l+1)); scratch per leader: two sets of
@@ -247,7 +297,7 @@ std::unique_ptr<lang::Program> buildHierarchical(const std::string& name, const 
     for (int a = 0; a < shape.nodes; ++a) {
       for (int l = 0; l < leaders; ++l) {
         PairRoute route{.from = a,
-                        .to = (a + step) % shape.nodes,
+                        .to = xorPairs ? a ^ step : (a + step) % shape.nodes,
                         .sender = lo(l),
                         .receiver = lo(l),
                         .lo = lo(l),
@@ -255,8 +305,12 @@ std::unique_ptr<lang::Program> buildHierarchical(const std::string& name, const 
                         .gatherBase = set,
                         .wireBase = set + area,
                         .landBase = set + 2 * area,
-                        .wire = {.sendTb = step - 1, .recvTb = step - 1}};
-        routeNodePair(*program, shape, route);
+                        .wire = {.sendTb = step - 1, .recvTb = step - 1},
+                        .gatherTb = shape.nodes - 1};
+        if (perChunk)
+          routeNodePairByChunk(*program, shape, route);
+        else
+          routeNodePair(*program, shape, route);
       }
     }
   }
@@ -329,7 +383,17 @@ std::vector<AlgorithmInfo> hierarchicalAllToAllAlgorithms() {
                    .minValue = 1,
                    .maxValue = 8,
                    .description = "leader GPUs per node (capped at G); leader l handles the "
-                                  "chunks for GPUs [l·G/L, (l+1)·G/L)"}},
+                                  "chunks for GPUs [l·G/L, (l+1)·G/L)"},
+                  {.name = "pairing",
+                   .defaultValue = kPairingXor,
+                   .minValue = 0,
+                   .maxValue = 1,
+                   .description = "xor (Alg. 3): step s pairs node a with a XOR s, shift "
+                                  "when N is not a power of two; shift: a sends to a+s",
+                   .valueNames = {"shift", "xor"}},
+                  forwardParam("chunk (Alg. 3): one inter-node message per source GPU and "
+                               "step, scattered chunk by chunk; aggregated: gather, transpose, "
+                               "one message per leader pair and step")},
        .build = &buildHierarchical,
        .steps = "N−1 exchange steps (+ gather and scatter, pipelined across steps)",
        .bytesSent = "non-leader: (N−1)/N · n to its leader; leader: (N−1)G/L · n/N inter + "

@@ -46,6 +46,15 @@ ParamInfo instanceChannelsParam(std::string description) {
           .description = std::move(description)};
 }
 
+ParamInfo forwardParam(std::string description) {
+  return {.name = "forward",
+          .defaultValue = 1,
+          .minValue = 0,
+          .maxValue = 1,
+          .description = std::move(description),
+          .valueNames = {"aggregated", "chunk"}};
+}
+
 PartRange partsOfInstance(int gpu, int instance, int gpus, int parts) {
   const int first = std::max(gpu * parts, instance * gpus);
   const int last = std::min((gpu + 1) * parts, (instance + 1) * gpus);

@@ -11,6 +11,7 @@
 
 #include "algorithm_test_util.h"
 #include "algorithms/registry.h"
+#include "ir/text_format.h"
 #include "support/error.h"
 
 namespace chorus::algorithms {
@@ -270,12 +271,17 @@ TEST(HierarchicalAllToAllTest, ThreeStepSendsOneTransferPerNodePairSpreadOverGpu
   }
 }
 
+constexpr int kAggregated = 0;  // `forward` values
+constexpr int kPerChunk = 1;
+constexpr int kShift = 0;  // `pairing` values
+constexpr int kXor = 1;
+
 TEST(HierarchicalAllToAllTest, OnlyLeadersCrossNodes) {
   for (auto [nodes, gpus] : nodeShapes()) {
     for (int leaders : {1, 2, 3, 8}) {
       const int used = std::min(leaders, gpus);
-      auto program =
-          buildChecked(nodesRequest("alltoall.hierarchical", nodes, gpus, {{"leaders", leaders}}));
+      auto program = buildChecked(nodesRequest("alltoall.hierarchical", nodes, gpus,
+                                               {{"leaders", leaders}, {"forward", kAggregated}}));
       const InterNode inter = interNodeMessages(*program, gpus);
       EXPECT_EQ(inter.messages, nodes * (nodes - 1) * used)
           << nodes << "x" << gpus << " leaders " << leaders;
@@ -294,12 +300,76 @@ TEST(HierarchicalAllToAllTest, OnlyLeadersCrossNodes) {
 
 TEST(HierarchicalAllToAllTest, LeadersExchangePairwiseOneThreadblockPerStep) {
   for (int nodes = 2; nodes <= 4; ++nodes) {
-    auto program = buildChecked(nodesRequest("alltoall.hierarchical", nodes, 4));
-    for (const ir::DagOp& op : messagesOf(*program)) {
-      if (op.src.rank / 4 == op.dst.rank / 4) continue;
-      const int step = (op.dst.rank / 4 - op.src.rank / 4 + nodes) % nodes;
-      EXPECT_EQ(op.sendTb, step - 1);
-      EXPECT_EQ(op.recvTb, step - 1);
+    for (int forward : {kAggregated, kPerChunk}) {
+      auto program = buildChecked(nodesRequest("alltoall.hierarchical", nodes, 4,
+                                               {{"pairing", kShift}, {"forward", forward}}));
+      for (const ir::DagOp& op : messagesOf(*program)) {
+        if (op.src.rank / 4 == op.dst.rank / 4) continue;
+        const int step = (op.dst.rank / 4 - op.src.rank / 4 + nodes) % nodes;
+        EXPECT_EQ(op.sendTb, step - 1);
+        EXPECT_EQ(op.recvTb, step - 1);
+      }
+    }
+  }
+}
+
+// Alg. 3 line 28 (dst = lrank ^ i): in step s node a and node a XOR s exchange both ways.
+TEST(HierarchicalAllToAllTest, XorPairingExchangesWithNodeXorStep) {
+  for (int nodes : {2, 4, 8}) {
+    for (int forward : {kAggregated, kPerChunk}) {
+      auto program = buildChecked(nodesRequest("alltoall.hierarchical", nodes, 4,
+                                               {{"pairing", kXor}, {"forward", forward}}));
+      std::set<std::pair<int, int>> sentInStep;  // (step, source node)
+      for (const ir::DagOp& op : messagesOf(*program)) {
+        const int from = op.src.rank / 4;
+        const int to = op.dst.rank / 4;
+        if (from == to) continue;
+        const int step = from ^ to;
+        EXPECT_EQ(op.sendTb, step - 1) << nodes << " nodes";
+        EXPECT_EQ(op.recvTb, step - 1) << nodes << " nodes";
+        sentInStep.insert({step, from});
+      }
+      EXPECT_EQ(static_cast<int>(sentInStep.size()), nodes * (nodes - 1)) << nodes << " nodes";
+    }
+  }
+}
+
+TEST(HierarchicalAllToAllTest, XorPairingFallsBackToShiftWhenNodesAreNoPowerOfTwo) {
+  for (int nodes : {3, 5, 6}) {
+    const std::string shift = ir::printText(
+        compileAlgorithm(nodesRequest("alltoall.hierarchical", nodes, 2, {{"pairing", kShift}}))
+            .algorithm);
+    const std::string byDefault =
+        ir::printText(compileAlgorithm(nodesRequest("alltoall.hierarchical", nodes, 2)).algorithm);
+    EXPECT_EQ(shift, byDefault) << nodes << " nodes";
+  }
+}
+
+// forward=chunk (Alg. 3 lines 13-24): one inter-node message per source GPU, leader pair and
+// step, of w chunks, and every chunk is scattered on a message of its own that depends on that
+// inter-node message alone.
+TEST(HierarchicalAllToAllTest, PerChunkForwardingSendsOneMessagePerSourceGpu) {
+  for (auto [nodes, gpus] : nodeShapes()) {
+    for (int leaders : {1, 2, 8}) {
+      const int used = std::min(leaders, gpus);
+      auto program = buildChecked(nodesRequest("alltoall.hierarchical", nodes, gpus,
+                                               {{"leaders", leaders}, {"forward", kPerChunk}}));
+      const InterNode inter = interNodeMessages(*program, gpus);
+      EXPECT_EQ(inter.messages, nodes * (nodes - 1) * used * gpus)
+          << nodes << "x" << gpus << " leaders " << leaders;
+      if (nodes > 1 && gpus % used == 0) {
+        EXPECT_EQ(inter.counts, std::set<int>{gpus / used}) << nodes << "x" << gpus;
+      }
+      const auto& ops = program->dag().ops;
+      for (const ir::DagOp& op : ops) {
+        if (op.dst.rank / gpus != op.src.rank / gpus || op.src.buffer != lang::Buffer::scratch ||
+            op.dst.buffer != lang::Buffer::output)
+          continue;  // not a scatter
+        EXPECT_EQ(op.count, 1);
+        ASSERT_EQ(op.trueDeps.size(), 1u) << nodes << "x" << gpus;
+        const ir::DagOp& arrival = ops[op.trueDeps[0]];
+        EXPECT_NE(arrival.src.rank / gpus, arrival.dst.rank / gpus) << nodes << "x" << gpus;
+      }
     }
   }
 }
@@ -340,7 +410,8 @@ TEST(HierarchicalAllToAllTest, EagerOverlapsIntraNodeStepsWithTheFirstInterNodeS
 
 TEST(HierarchicalAllGatherTest, OnlyLeadersCrossNodesInCeilLog2NLevels) {
   for (auto [nodes, gpus] : nodeShapes()) {
-    auto program = buildChecked(nodesRequest("allgather.hierarchical", nodes, gpus));
+    auto program = buildChecked(
+        nodesRequest("allgather.hierarchical", nodes, gpus, {{"forward", kAggregated}}));
     const int ranks = nodes * gpus;
     std::vector<int> interReceived(ranks, 0);
     std::vector<int> sent(ranks, 0);
@@ -367,24 +438,66 @@ TEST(HierarchicalAllGatherTest, OnlyLeadersCrossNodesInCeilLog2NLevels) {
 
 TEST(HierarchicalAllGatherTest, NonPowerOfTwoNodeCountsFinishInCeilLog2NLevels) {
   for (int nodes : {3, 5, 6, 7, 9, 11}) {
-    auto program = buildChecked(nodesRequest("allgather.hierarchical", nodes, 2));
-    // Each level's receive depends on the previous level's: the longest chain of inter-node
-    // transfers is ⌈lg N⌉ long.
-    const auto& ops = program->dag().ops;
-    std::vector<int> depth(ops.size(), 0);
-    int longest = 0;
-    for (const ir::DagOp& op : ops) {
-      int d = 0;
-      for (int dep : op.trueDeps)
-        d = std::max(d, depth[dep]);
-      const bool inter = op.src.rank / 2 != op.dst.rank / 2;
-      depth[op.id] = d + (inter ? 1 : 0);
-      longest = std::max(longest, depth[op.id]);
+    for (int forward : {kAggregated, kPerChunk}) {
+      auto program =
+          buildChecked(nodesRequest("allgather.hierarchical", nodes, 2, {{"forward", forward}}));
+      // Each level's receive depends on the previous level's: the longest chain of inter-node
+      // transfers is ⌈lg N⌉ long.
+      const auto& ops = program->dag().ops;
+      std::vector<int> depth(ops.size(), 0);
+      int longest = 0;
+      for (const ir::DagOp& op : ops) {
+        int d = 0;
+        for (int dep : op.trueDeps)
+          d = std::max(d, depth[dep]);
+        const bool inter = op.src.rank / 2 != op.dst.rank / 2;
+        depth[op.id] = d + (inter ? 1 : 0);
+        longest = std::max(longest, depth[op.id]);
+      }
+      EXPECT_EQ(longest, ceilLog2(nodes)) << nodes << " nodes";
+      const compiler::CompileResult result = compileAlgorithm(
+          nodesRequest("allgather.hierarchical", nodes, 2, {{"forward", forward}}));
+      EXPECT_EQ(result.algorithm.nranks, 2 * nodes);
     }
-    EXPECT_EQ(longest, ceilLog2(nodes)) << nodes << " nodes";
-    const compiler::CompileResult result =
-        compileAlgorithm(nodesRequest("allgather.hierarchical", nodes, 2));
-    EXPECT_EQ(result.algorithm.nranks, 2 * nodes);
+  }
+}
+
+// forward=chunk (Alg. 1 lines 11-19): every inter-node message is one chunk, sent by the
+// leader of node n ^ h at the level h of the chunk's node (the highest bit of n ^ m), and each
+// forward to a local GPU depends on the arrival of its own chunk only, so chunk i is forwarded
+// before chunk i+1 has arrived.
+TEST(HierarchicalAllGatherTest, PerChunkForwardingUsesXorPartnersOneChunkPerMessage) {
+  for (int nodes : {2, 4, 8}) {
+    for (int gpus : {1, 2, 4, 6}) {
+      auto program = buildChecked(nodesRequest("allgather.hierarchical", nodes, gpus));
+      const auto& ops = program->dag().ops;
+      std::vector<int> interReceived(nodes * gpus, 0);
+      for (const ir::DagOp& op : messagesOf(*program)) {
+        EXPECT_EQ(op.count, 1) << nodes << "x" << gpus;
+        const int to = op.dst.rank / gpus;
+        const int from = op.src.rank / gpus;
+        if (to == from) continue;
+        const int chunkNode = op.dst.index / gpus;
+        int level = 1;
+        while (level * 2 <= (to ^ chunkNode))
+          level *= 2;
+        EXPECT_EQ(from, to ^ level) << nodes << "x" << gpus << " chunk " << op.dst.index;
+        ++interReceived[op.dst.rank];
+      }
+      for (int n = 0; n < nodes; ++n)
+        EXPECT_EQ(interReceived[n * gpus], (nodes - 1) * gpus) << nodes << "x" << gpus;
+      for (const ir::DagOp& op : ops) {
+        const bool forward = op.src.rank / gpus == op.dst.rank / gpus && op.src.rank % gpus == 0 &&
+                             op.dst.rank != op.src.rank &&
+                             op.src.index / gpus != op.src.rank / gpus;
+        if (!forward) continue;
+        ASSERT_EQ(op.trueDeps.size(), 1u);
+        const ir::DagOp& arrival = ops[op.trueDeps[0]];
+        EXPECT_EQ(arrival.dst.index, op.src.index);
+        EXPECT_EQ(arrival.count, 1);
+        EXPECT_NE(arrival.src.rank / gpus, op.src.rank / gpus) << "forwarded a remote chunk";
+      }
+    }
   }
 }
 

@@ -122,10 +122,10 @@ TEST(HierarchicalChannels, EachInstanceHasItsOwnChannels) {
         channelsOf(compileAlgorithm(nodesRequest("allreduce.hierarchical", 2, 3, {{"channels", k}}))
                        .algorithm),
         range(3 * k));
-    EXPECT_EQ(
-        channelsOf(compileAlgorithm(nodesRequest("allgather.hierarchical", 3, 4, {{"channels", k}}))
-                       .algorithm),
-        range(2 * k));
+    EXPECT_EQ(channelsOf(compileAlgorithm(nodesRequest("allgather.hierarchical", 3, 4,
+                                                       {{"channels", k}, {"forward", 0}}))
+                             .algorithm),
+              range(2 * k));
     EXPECT_EQ(
         channelsOf(
             compileAlgorithm(nodesRequest("alltoall.two-step", 2, 3, {{"channels", k}})).algorithm),
