@@ -148,6 +148,22 @@ Topology make(std::string name, std::string description, NodeModel node) {
   return topology;
 }
 
+// The PCIe tree of an 8-GPU V100 node (DGX-1, GCP): one 32 GB/s switch per GPU pair, switches 0-1
+// under cpu0 and 2-3 under cpu1, every GPU and switch uplink at `linkRate`. Returns the two CPU
+// switches.
+std::pair<int, int> addPcieTree(NodeBuilder& b, double linkRate) {
+  int pcie[4];
+  for (int s = 0; s < 4; ++s)
+    pcie[s] = b.addSwitch(fmt::format("pcie{}", s), kPcieSwitch);
+  const int cpu0 = b.addSwitch("cpu0");
+  const int cpu1 = b.addSwitch("cpu1");
+  for (int g = 0; g < 8; ++g)
+    b.link(LinkKind::pcie, g, pcie[g / 2], linkRate, kPcieLatency);
+  for (int s = 0; s < 4; ++s)
+    b.link(LinkKind::pcie, pcie[s], s < 2 ? cpu0 : cpu1, linkRate, kPcieLatency);
+  return {cpu0, cpu1};
+}
+
 // DGX-1 V100 (sim-synth.md §4, §1.8; NCCL issue #671): hybrid cube-mesh of 6 NVLink2 per GPU.
 // Non-NVLink pairs cross PCIe switches (2 GPUs and 1 NIC each), a CPU and QPI.
 Topology dgx1() {
@@ -158,15 +174,7 @@ Topology dgx1() {
     b.link(LinkKind::nvlink, p[0], p[1], 2 * kLinkEfficiency * kNvlink2Brick, kNvlinkLatency, 2);
   for (const auto& p : singlePairs)
     b.link(LinkKind::nvlink, p[0], p[1], kLinkEfficiency * kNvlink2Brick, kNvlinkLatency);
-  int pcie[4];
-  for (int s = 0; s < 4; ++s)
-    pcie[s] = b.addSwitch(fmt::format("pcie{}", s), kPcieSwitch);
-  const int cpu0 = b.addSwitch("cpu0");
-  const int cpu1 = b.addSwitch("cpu1");
-  for (int g = 0; g < 8; ++g)
-    b.link(LinkKind::pcie, g, pcie[g / 2], kPcieLink, kPcieLatency);
-  for (int s = 0; s < 4; ++s)
-    b.link(LinkKind::pcie, pcie[s], s < 2 ? cpu0 : cpu1, kPcieLink, kPcieLatency);
+  const auto [cpu0, cpu1] = addPcieTree(b, kPcieLink);
   b.link(LinkKind::other, cpu0, cpu1, kBroadwellQpi, kSocketLatency, 1, "qpi");
   for (int s = 0; s < 4; ++s)
     b.nic({2 * s, 2 * s + 1}, kNicEfficiency * kEdr);
@@ -260,16 +268,9 @@ Topology gcpV100() {
   for (int g = 0; g < 8; ++g)
     b.link(LinkKind::nvlink, std::min(g, (g + 1) % 8), std::max(g, (g + 1) % 8), ring,
            kNvlinkLatency);
-  int pcie[4];
-  for (int s = 0; s < 4; ++s)
-    pcie[s] = b.addSwitch(fmt::format("pcie{}", s), kPcieSwitch);
-  const int cpu[2] = {b.addSwitch("cpu0"), b.addSwitch("cpu1")};
-  for (int g = 0; g < 8; ++g)
-    b.link(LinkKind::pcie, g, pcie[g / 2], kPcieSwitch, kPcieLatency);
-  for (int s = 0; s < 4; ++s)
-    b.link(LinkKind::pcie, pcie[s], cpu[s / 2], kPcieSwitch, kPcieLatency);
+  const auto [cpu0, cpu1] = addPcieTree(b, kPcieSwitch);
   const double nic = kNicEfficiency * kEdr;
-  b.link(LinkKind::other, cpu[0], cpu[1], nic, kNicLatency, 1, "shared-nic");
+  b.link(LinkKind::other, cpu0, cpu1, nic, kNicLatency, 1, "shared-nic");
   b.nic(range(0, 8), nic);
   b.device(gpuModel("V100", 20 * kGB));
   return make("gcp-v100",

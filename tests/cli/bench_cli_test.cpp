@@ -15,6 +15,7 @@
 
 #include "cli_run.h"
 #include "perf/record_json.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -23,9 +24,7 @@ using ::testing::HasSubstr;
 using chorus::testing_support::CommandResult;
 using chorus::testing_support::runCli;
 
-std::filesystem::path tempPath(const std::string& name) {
-  return std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_" + name);
-}
+using chorus::testing_support::tempPath;
 
 constexpr const char* kQuick = "-b 8 -e 4K -f 8 --iters 3 --warmup 1";
 

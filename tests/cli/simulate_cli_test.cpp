@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -21,10 +22,7 @@ using ::testing::HasSubstr;
 using chorus::testing_support::CommandResult;
 using chorus::testing_support::runCli;
 
-std::filesystem::path tempPath(const std::string& name) {
-  return std::filesystem::temp_directory_path() /
-         (std::to_string(::getpid()) + "_simulate_" + name);
-}
+using chorus::testing_support::tempPath;
 
 // The table's data rows: lines that are neither empty nor comments.
 std::vector<std::string> dataRows(const std::string& output) {

@@ -15,6 +15,7 @@
 #include "cli_run.h"
 #include "runtime/plan_provider.h"
 #include "selection/plan_files.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -23,9 +24,7 @@ using ::testing::HasSubstr;
 using chorus::testing_support::CommandResult;
 using chorus::testing_support::runCli;
 
-std::filesystem::path tempPath(const std::string& name) {
-  return std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_synth_" + name);
-}
+using chorus::testing_support::tempPath;
 
 std::filesystem::path writeFile(const std::string& name, const std::string& text) {
   const std::filesystem::path path = tempPath(name);

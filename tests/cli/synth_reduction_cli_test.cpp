@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cli_run.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -26,9 +27,7 @@ using chorus::testing_support::runCli;
 using chorus::testing_support::runShell;
 
 // A fresh temporary path for this test process.
-std::filesystem::path tempPath(const std::string& name) {
-  return std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_" + name);
-}
+using chorus::testing_support::tempPath;
 
 // Runs `synth reduction ARGUMENTS --json FILE` and returns the parsed file (null on failure,
 // with the test failed).

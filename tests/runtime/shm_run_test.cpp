@@ -22,6 +22,7 @@
 #include "runtime/interpreter.h"
 #include "runtime/process_runner.h"
 #include "support/error.h"
+#include "valid_msccl_files.h"
 
 namespace chorus {
 namespace {
@@ -138,14 +139,7 @@ TEST(LibraryOnShmLarge, SeveralMebibytesPerRank) {
   }
 }
 
-std::vector<std::string> validFiles() {
-  std::vector<std::string> files;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(CHORUS_SHARED_DIR "/interop/msccl-xml/valid"))
-    files.push_back(entry.path().string());
-  std::sort(files.begin(), files.end());
-  return files;
-}
+using testing_support::validFiles;
 
 class MscclFileOnShm : public ::testing::TestWithParam<std::string> {};
 
@@ -180,8 +174,9 @@ runtime::RankProcessOptions processOptions(int nranks) {
 }
 
 // Runs `rank`'s part of `a` on `count` elements `calls` times (see run_calls.h).
-runtime::RunReport runCalls(const ir::Algorithm& a, int rank, transport::ConnectionSet& connections,
-                            std::size_t count, int calls) {
+runtime::RunReport runCallsOverShm(const ir::Algorithm& a, int rank,
+                                   transport::ConnectionSet& connections, std::size_t count,
+                                   int calls) {
   return testing_support::runCalls(a, rank, connections, count, calls, 30s);
 }
 
@@ -191,7 +186,7 @@ TEST(ShmRunFailures, RankKilledBeforeItsPartFailsEveryOtherRankFast) {
   const auto outcomes = runtime::runRankProcesses(
       processOptions(4), [&](int rank, transport::ConnectionSet& connections) {
         if (rank == 2) ::raise(SIGKILL);
-        return runCalls(a, rank, connections, 4096, 1);
+        return runCallsOverShm(a, rank, connections, 4096, 1);
       });
   EXPECT_LT(Clock::now() - start, 5s) << "the others must not wait for the 30 s timeout";
   ASSERT_EQ(outcomes.size(), 4u);
@@ -219,14 +214,14 @@ TEST(ShmRunFailures, RankKilledMidCollectiveFailsEveryOtherRankFast) {
       processOptions(3), [&](int rank, transport::ConnectionSet& connections) {
         // One call first, so every connection is up before rank 1 dies (under a sanitizer,
         // setting them up alone can take longer than the timer).
-        runCalls(a, rank, connections, 1 << 14, 1);
+        runCallsOverShm(a, rank, connections, 1 << 14, 1);
         if (rank == 1) {
           // SIGALRM's default action ends the process wherever it is, mid-call.
           itimerval timer{};
           timer.it_value.tv_usec = 50'000;
           ::setitimer(ITIMER_REAL, &timer, nullptr);
         }
-        return runCalls(a, rank, connections, 1 << 14, 1'000'000);
+        return runCallsOverShm(a, rank, connections, 1 << 14, 1'000'000);
       });
   EXPECT_LT(Clock::now() - start, 5s);
   EXPECT_THAT(outcomes[1].error, HasSubstr("killed by signal 14"));
@@ -266,7 +261,7 @@ TEST(ShmRunFailures, MismatchedCountsAreNamed) {
   const auto start = Clock::now();
   const auto outcomes = runtime::runRankProcesses(
       processOptions(2), [&](int rank, transport::ConnectionSet& connections) {
-        return runCalls(a, rank, connections, rank == 0 ? 64 : 32, 1);
+        return runCallsOverShm(a, rank, connections, rank == 0 ? 64 : 32, 1);
       });
   EXPECT_LT(Clock::now() - start, 5s);
   EXPECT_FALSE(outcomes[0].ok());
@@ -282,7 +277,7 @@ TEST(ShmRunFailures, RankErrorIsRethrownWithItsType) {
   const auto outcomes = runtime::runRankProcesses(
       processOptions(3), [&](int rank, transport::ConnectionSet& connections) {
         if (rank == 1) throw OptionError("rank 1 did not like its options");
-        return runCalls(a, rank, connections, 4096, 1);
+        return runCallsOverShm(a, rank, connections, 4096, 1);
       });
   EXPECT_EQ(outcomes[1].errorKind, runtime::RankErrorKind::option);
   EXPECT_THAT(outcomes[0].error, HasSubstr("rank 1 failed: rank 1 did not like its options"));

@@ -85,8 +85,9 @@ runtime::RankProcessOptions tcpProcessOptions(int nranks) {
 }
 
 // Runs `rank`'s part of `a` on `count` elements `calls` times (see run_calls.h).
-runtime::RunReport runCalls(const ir::Algorithm& a, int rank, transport::ConnectionSet& connections,
-                            std::size_t count, int calls) {
+runtime::RunReport runCallsOverTcp(const ir::Algorithm& a, int rank,
+                                   transport::ConnectionSet& connections, std::size_t count,
+                                   int calls) {
   return testing_support::runCalls(a, rank, connections, count, calls, 60s);
 }
 
@@ -97,7 +98,7 @@ TEST(TcpRunFailures, RankKilledBeforeItsPartFailsEveryOtherRankNamingIt) {
   const auto outcomes = runtime::runRankProcesses(
       tcpProcessOptions(4), [&](int rank, transport::ConnectionSet& connections) {
         if (rank == 2) ::raise(SIGKILL);
-        return runCalls(a, rank, connections, 4096, 1);
+        return runCallsOverTcp(a, rank, connections, 4096, 1);
       });
   ASSERT_EQ(outcomes.size(), 4u);
   EXPECT_FALSE(outcomes[2].reported);
@@ -126,7 +127,7 @@ TEST(TcpRunFailures, RankKilledMidCollectiveFailsEveryOtherRank) {
           timer.it_value.tv_usec = 50'000;
           ::setitimer(ITIMER_REAL, &timer, nullptr);
         }
-        return runCalls(a, rank, connections, 1 << 14, 1'000'000);
+        return runCallsOverTcp(a, rank, connections, 1 << 14, 1'000'000);
       });
   EXPECT_THAT(outcomes[1].error, HasSubstr("killed by signal 14"));
   for (int r : {0, 2}) {
@@ -141,7 +142,7 @@ TEST(TcpRunFailures, RankErrorReachesEveryRankAndIsRethrownWithItsType) {
   const auto outcomes = runtime::runRankProcesses(
       tcpProcessOptions(3), [&](int rank, transport::ConnectionSet& connections) {
         if (rank == 1) throw OptionError("rank 1 did not like its options");
-        return runCalls(a, rank, connections, 4096, 1);
+        return runCallsOverTcp(a, rank, connections, 4096, 1);
       });
   EXPECT_EQ(outcomes[1].errorKind, RankErrorKind::option);
   for (int r : {0, 2}) {
@@ -161,7 +162,7 @@ TEST(TcpRunFailures, MismatchedCountsAreNamed) {
   const auto a = compileForTest("allreduce.ring", 2);
   const auto outcomes = runtime::runRankProcesses(
       tcpProcessOptions(2), [&](int rank, transport::ConnectionSet& connections) {
-        return runCalls(a, rank, connections, rank == 0 ? 64 : 32, 1);
+        return runCallsOverTcp(a, rank, connections, rank == 0 ? 64 : 32, 1);
       });
   EXPECT_FALSE(outcomes[0].ok());
   EXPECT_FALSE(outcomes[1].ok());

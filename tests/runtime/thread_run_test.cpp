@@ -15,6 +15,7 @@
 #include "runtime/interpreter.h"
 #include "runtime/thread_runner.h"
 #include "support/error.h"
+#include "valid_msccl_files.h"
 
 namespace chorus {
 namespace {
@@ -90,14 +91,7 @@ TEST(LibraryOnThreads, InstancesAndLargeSlots) {
   EXPECT_TRUE(report.ok()) << report.firstWrong;
 }
 
-std::vector<std::string> validFiles() {
-  std::vector<std::string> files;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(CHORUS_SHARED_DIR "/interop/msccl-xml/valid"))
-    files.push_back(entry.path().string());
-  std::sort(files.begin(), files.end());
-  return files;
-}
+using testing_support::validFiles;
 
 class MscclFileOnThreads : public ::testing::TestWithParam<std::string> {};
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "alpha_beta_constants.h"
 #include "ir/algorithm.h"
 #include "runtime/compile_for_test.h"
 #include "sim/closed_form.h"
@@ -24,11 +25,11 @@
 namespace chorus {
 namespace {
 
-constexpr double kBandwidth = 10e9;   // bytes/s per link direction (β = 0.1 ns/B)
-constexpr double kReduceRate = 25e9;  // bytes/s (γ = 0.04 ns/B)
-constexpr double kSmallAlpha = 0.5e-6;
-constexpr double kLargeAlpha = 200e-6;  // above a 1 MiB chunk's wire time: α terms dominate
-constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+using testing_support::kBandwidth;
+using testing_support::kLargeAlpha;
+using testing_support::kMiB;
+using testing_support::kReduceRate;
+using testing_support::kSmallAlpha;
 
 // ---- closed forms ---------------------------------------------------------------------------
 

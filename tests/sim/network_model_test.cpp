@@ -10,6 +10,7 @@
 #include <string>
 
 #include "algorithms/registry.h"
+#include "alpha_beta_constants.h"
 #include "ir/algorithm.h"
 #include "runtime/compile_for_test.h"
 #include "sim/simulator.h"
@@ -22,9 +23,9 @@
 namespace chorus {
 namespace {
 
-constexpr double kBandwidth = 10e9;  // bytes/s per link direction
-constexpr double kAlpha = 5e-6;      // seconds, link latency
-constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+using testing_support::kBandwidth;
+using testing_support::kMiB;
+constexpr double kAlpha = 5e-6;  // seconds, link latency
 
 // Rank 0 sends `n` chunks to rank 1 in one threadblock, back to back; rank 1 receives them in
 // one threadblock. A custom collective: the buffer is the n chunks.

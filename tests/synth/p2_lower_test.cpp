@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/pipeline.h"
+#include "p2_figures.h"
 #include "runtime/thread_runner.h"
 #include "support/error.h"
 #include "synth/p2_lower.h"
@@ -27,9 +28,7 @@ std::string violationsOf(const lang::Program& program) {
   return text;
 }
 
-SystemHierarchy figure2System() {
-  return {{{"rack", 1}, {"server", 2}, {"CPU", 2}, {"GPU", 4}}};
-}
+using testing_figures::figure2System;
 
 TEST(P2Lower, EveryProgramOfFigure2PlacementsMeetsItsPostcondition) {
   for (const std::vector<int>& reduce : std::vector<std::vector<int>>{{0}, {1}}) {

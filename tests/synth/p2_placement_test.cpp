@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "p2_figures.h"
 #include "support/error.h"
 #include "synth/p2_placement.h"
 #include "test_seed.h"
@@ -24,9 +25,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-SystemHierarchy figure2System() {
-  return {{{"rack", 1}, {"server", 2}, {"CPU", 2}, {"GPU", 4}}};
-}
+using testing_figures::figure2System;
 
 ParallelismMatrix matrixOf(std::vector<std::vector<int>> rows) {
   ParallelismMatrix m;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "p2_figures.h"
 #include "support/error.h"
 #include "synth/p2_placement.h"
 #include "synth/p2_program.h"
@@ -75,9 +76,7 @@ ParallelismMatrix figure2d() {
   return {2, 4, {1, 1, 2, 2, 1, 2, 1, 2}};
 }
 
-SystemHierarchy figure2System() {
-  return {{{"rack", 1}, {"server", 2}, {"CPU", 2}, {"GPU", 4}}};
-}
+using testing_figures::figure2System;
 
 // §2.5: reducing Figure 2d over shards uses the shard row [1 2 1 2]; levels of factor 1 add no
 // groups, so the hierarchy is rack (root) → server 2 → GPU 2.

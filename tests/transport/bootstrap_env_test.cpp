@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "support/error.h"
+#include "temp_dir.h"
 #include "transport/bootstrap_env.h"
 #include "transport/file_store.h"
 #include "transport/tcp_store.h"
@@ -46,23 +47,7 @@ std::string detectError(const EnvVariables& variables) {
 }
 
 // A fresh directory, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() / fmt::format("chorus-bootstrap-{}-{}", ::getpid(), next_++);
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string path() const { return path_.string(); }
-
- private:
-  static inline int next_ = 0;
-  fs::path path_;
-};
+using chorus::testing_support::TempDir;
 
 // A TCP port that was free a moment ago (bound to 0, read back, closed).
 int freePort() {

@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "temp_dir.h"
 #include "transport/file_store.h"
 #include "transport/in_memory_store.h"
 #include "transport/store.h"
@@ -34,21 +35,7 @@ constexpr milliseconds kShort(50);       // a wait that is expected to time out
 constexpr milliseconds kConnect(5'000);  // TcpStore connect retries
 
 // A fresh directory under the temp dir, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "chorus-store-XXXXXX");
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using chorus::testing_support::TempDir;
 
 // Makes one store of a kind plus further clients of the same store ("another rank").
 class StoreFactory {

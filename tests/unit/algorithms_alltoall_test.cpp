@@ -12,6 +12,7 @@
 #include "algorithm_test_util.h"
 #include "algorithms/registry.h"
 #include "ir/text_format.h"
+#include "log2_for_test.h"
 #include "support/error.h"
 
 namespace chorus::algorithms {
@@ -30,12 +31,7 @@ std::unique_ptr<lang::Program> buildChecked(const BuildRequest& request) {
   return program;
 }
 
-int ceilLog2(int value) {
-  int log = 0;
-  while ((1 << log) < value)
-    ++log;
-  return log;
-}
+using testing_support::ceilLog2;
 
 // Messages per rank of k-ary Bruck: one per (digit position x, digit value d) with d·k^x < p.
 int bruckMessages(int ranks, int radix) {

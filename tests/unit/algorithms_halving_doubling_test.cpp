@@ -61,7 +61,7 @@ TraceShape traceShape(const lang::Program& program) {
   return shape;
 }
 
-struct ShapeCase {
+struct RoundsCase {
   const char* algorithm;
   int ranks;
   int messages;
@@ -73,7 +73,7 @@ struct ShapeCase {
 // ⌊lg p⌋ + 2 steps of the synchronous cost model: the fold overlaps the first round of the
 // unpaired ranks 4 and 5.
 TEST(HalvingDoublingTest, MessagesAndRoundsOnTheCriticalPath) {
-  const ShapeCase cases[] = {
+  const RoundsCase cases[] = {
       {"allreduce.recursive-doubling", 8, 24, 3},
       {"allreduce.recursive-doubling", 6, 2 + 8 + 2, 3},
       {"allreduce.recursive-doubling", 7, 3 + 8 + 3, 4},
@@ -99,7 +99,7 @@ TEST(HalvingDoublingTest, MessagesAndRoundsOnTheCriticalPath) {
       {"reducescatter.pairwise", 8, 56, 7},
       {"reducescatter.pairwise", 7, 42, 6},
   };
-  for (const ShapeCase& c : cases) {
+  for (const RoundsCase& c : cases) {
     const TraceShape shape = traceShape(*buildProgram(ranksRequest(c.algorithm, c.ranks)));
     EXPECT_EQ(shape.messages, c.messages) << c.algorithm << " p=" << c.ranks;
     EXPECT_EQ(shape.rounds, c.rounds) << c.algorithm << " p=" << c.ranks;

@@ -12,6 +12,7 @@
 
 #include "algorithm_test_util.h"
 #include "algorithms/registry.h"
+#include "log2_for_test.h"
 
 namespace chorus::algorithms {
 namespace {
@@ -20,12 +21,7 @@ using testing_support::messagesOf;
 using testing_support::nodesRequest;
 using testing_support::ranksRequest;
 
-int ceilLog2(int value) {
-  int bits = 0;
-  while ((1 << bits) < value)
-    ++bits;
-  return bits;
-}
+using testing_support::ceilLog2;
 
 int floorLog2(int value) {
   int bits = 0;

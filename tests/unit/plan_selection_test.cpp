@@ -22,6 +22,7 @@
 #include "selection/plan_selection.h"
 #include "selection/plan_selector.h"
 #include "support/error.h"
+#include "temp_dir.h"
 #include "transport/thread/thread_group.h"
 
 namespace chorus::selection {
@@ -39,34 +40,7 @@ constexpr ir::CollectiveKind kCollectives[] = {
 const std::string kValidXml = std::string(CHORUS_SHARED_DIR) + "/interop/msccl-xml/valid/";
 
 // A fresh directory under the build's temp dir, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    path_ =
-        fs::temp_directory_path() / fmt::format("chorus-selection-{}-{}", ::getpid(), counter_++);
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string path() const { return path_.string(); }
-  std::string write(const std::string& name, const std::string& text) const {
-    const fs::path file = path_ / name;
-    std::ofstream(file) << text;
-    return file.string();
-  }
-  std::string copy(const std::string& source) const {
-    const fs::path file = path_ / fs::path(source).filename();
-    fs::copy_file(source, file);
-    return file.string();
-  }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
+using chorus::testing_support::TempDir;
 
 runtime::PlanRequest request(ir::CollectiveKind collective, int nranks, std::size_t bytes,
                              bool inPlace = false, int root = 0) {

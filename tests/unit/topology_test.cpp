@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "support/error.h"
+#include "temp_dir.h"
 #include "topology/detect.h"
 #include "topology/fabric.h"
 #include "topology/presets.h"
@@ -70,19 +71,7 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("chorus-topology-test-" + std::to_string(getpid()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using chorus::testing_support::TempDir;
 
 void expectNear(double a, double b, const std::string& what) {
   EXPECT_NEAR(a, b, 1e-9 * std::max(std::abs(a), std::abs(b))) << what;

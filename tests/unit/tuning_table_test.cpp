@@ -22,7 +22,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::string errorOf(const std::function<void()>& action) {
+std::string userErrorOf(const std::function<void()>& action) {
   try {
     action();
   } catch (const UserError& error) {
@@ -54,7 +54,7 @@ TEST(AlgorithmChoiceTest, NodeShapedChoicesTakeNodes) {
   const algorithms::BuildRequest request = choice.buildRequest(6, 0);
   EXPECT_EQ(request.nodes, 2);
   EXPECT_EQ(request.gpusPerNode, 3);
-  EXPECT_THAT(errorOf([&] { choice.buildRequest(5, 0); }), HasSubstr("needs a multiple of 2"));
+  EXPECT_THAT(userErrorOf([&] { choice.buildRequest(5, 0); }), HasSubstr("needs a multiple of 2"));
   // Without nodes: one node of all ranks, or the ranks per node.
   const AlgorithmChoice bare = parseAlgorithmChoice("two-step", ir::CollectiveKind::alltoall, "t");
   EXPECT_EQ(bare.buildRequest(6, 3).nodes, 2);
@@ -63,7 +63,8 @@ TEST(AlgorithmChoiceTest, NodeShapedChoicesTakeNodes) {
 
 TEST(AlgorithmChoiceTest, BadSettingsAreNamed) {
   const auto parse = [](const char* text) {
-    return errorOf([&] { parseAlgorithmChoice(text, ir::CollectiveKind::allreduce, "entry X"); });
+    return userErrorOf(
+        [&] { parseAlgorithmChoice(text, ir::CollectiveKind::allreduce, "entry X"); });
   };
   EXPECT_THAT(parse("ring{chanels=2}"), HasSubstr("'chanels' is not a setting of allreduce.ring"));
   EXPECT_THAT(parse("ring{chanels=2}"), HasSubstr("channels, instances, protocol"));
@@ -74,9 +75,10 @@ TEST(AlgorithmChoiceTest, BadSettingsAreNamed) {
   EXPECT_THAT(parse("ring{channels=2"), HasSubstr("must close with '}'"));
   EXPECT_THAT(parse("rign"), HasSubstr("unknown allreduce algorithm 'rign'"));
   EXPECT_THAT(parse("ring{channels=2}"), StartsWith("(no error)"));
-  EXPECT_THAT(
-      errorOf([] { parseAlgorithmChoice("binomial{root=1}", ir::CollectiveKind::broadcast, "e"); }),
-      HasSubstr("the root comes from each call"));
+  EXPECT_THAT(userErrorOf([] {
+                parseAlgorithmChoice("binomial{root=1}", ir::CollectiveKind::broadcast, "e");
+              }),
+              HasSubstr("the root comes from each call"));
 }
 
 // ---- tuning files -----------------------------------------------------------------------------
@@ -135,7 +137,7 @@ TEST(TuningFileTest, PutReplacesTheSameTable) {
 
 TEST(TuningFileTest, MistakesAreNamedWithTheTableAndEntry) {
   const auto parse = [](const std::string& text) {
-    return errorOf([&] { parseTuningFile(text, "bad.json"); });
+    return userErrorOf([&] { parseTuningFile(text, "bad.json"); });
   };
   EXPECT_THAT(parse("{"), HasSubstr("bad.json: not valid JSON"));
   EXPECT_THAT(parse(R"({"format": "other", "tables": []})"), HasSubstr("this chorus reads"));
@@ -155,7 +157,7 @@ TEST(TuningFileTest, MistakesAreNamedWithTheTableAndEntry) {
               HasSubstr("table 0 (allreduce 4 ranks shm) entry 0: missing \"max_bytes\""));
   EXPECT_THAT(parse(fileJson(tableJson(kTwoEntries) + "," + tableJson(kTwoEntries))),
               HasSubstr("a second table for allreduce at 4 ranks on shm"));
-  EXPECT_THAT(errorOf([] { readTuningFile("/nonexistent/tuning.json"); }),
+  EXPECT_THAT(userErrorOf([] { readTuningFile("/nonexistent/tuning.json"); }),
               HasSubstr("cannot read the tuning file '/nonexistent/tuning.json'"));
 }
 
@@ -229,11 +231,11 @@ TEST_F(TuningSelectionTest, OverridesComeFirstAndRootsComeFromTheCall) {
 TEST_F(TuningSelectionTest, AnEntryThatCannotRunFailsAtCreation) {
   const std::string nodes = R"({"min_bytes": 0, "max_bytes": null,
                                 "algorithm": "alltoall.two-step{nodes=3}"})";
-  EXPECT_THAT(errorOf([&] { PlanSelector{config(fileJson(tableJson(nodes, "alltoall")))}; }),
+  EXPECT_THAT(userErrorOf([&] { PlanSelector{config(fileJson(tableJson(nodes, "alltoall")))}; }),
               HasSubstr("the alltoall entry alltoall.two-step{nodes=3} (0 B-max) cannot run"));
   const std::string range = R"({"min_bytes": 0, "max_bytes": null,
                                 "algorithm": "ring{channels=99}"})";
-  EXPECT_THAT(errorOf([&] { PlanSelector{config(fileJson(tableJson(range)))}; }),
+  EXPECT_THAT(userErrorOf([&] { PlanSelector{config(fileJson(tableJson(range)))}; }),
               HasSubstr("channels=99 is out of range"));
   SelectionConfig off = config(fileJson(tableJson(kTwoEntries)));
   off.tuningFile = "off";
