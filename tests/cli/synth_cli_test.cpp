@@ -38,7 +38,7 @@ int countMatches(const std::string& text, const std::regex& pattern) {
 }
 
 TEST(SynthTreesCli, Dgx1PrintsEightTreesWeightsAndUsage) {
-  const CommandResult r = runCli("synth trees --topology dgx1");
+  const CommandResult r = runCli("synth trees --topology dgx1 --strategy best");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_EQ(countMatches(r.output, std::regex("\ntree [0-7]: root [0-7], weight [0-9.]+")), 8)
       << r.output;
@@ -48,6 +48,22 @@ TEST(SynthTreesCli, Dgx1PrintsEightTreesWeightsAndUsage) {
   EXPECT_THAT(r.output, HasSubstr("link usage"));
   EXPECT_THAT(r.output, HasSubstr("most-used link: "));
   EXPECT_THAT(r.output, HasSubstr("strategies: mxnet total weight"));
+}
+
+// The default strategy is MXNet's (seed 004 as published): no --strategy prints what
+// `--strategy mxnet` prints, and the help says so.
+TEST(SynthTreesCli, DefaultStrategyIsMxnet) {
+  const CommandResult byDefault = runCli("synth trees --topology dgx1");
+  ASSERT_EQ(byDefault.exitCode, 0) << byDefault.output;
+  EXPECT_THAT(byDefault.output, HasSubstr("strategy mxnet,"));
+  const CommandResult mxnet = runCli("synth trees --topology dgx1 --strategy mxnet");
+  ASSERT_EQ(mxnet.exitCode, 0) << mxnet.output;
+  EXPECT_EQ(byDefault.output, mxnet.output);
+  const CommandResult json = runCli("synth trees --topology dgx1 --json");
+  ASSERT_EQ(json.exitCode, 0) << json.output;
+  EXPECT_EQ(nlohmann::json::parse(json.output)["strategy"], "mxnet");
+  const CommandResult help = runCli("synth trees --help");
+  EXPECT_THAT(help.output, HasSubstr("mxnet (default)"));
 }
 
 // `--strategy mxnet` on the DGX-1 prints MXNet's trees: weights 19, 19, 20, 16, 19, 15, 20, 16.
@@ -151,7 +167,8 @@ TEST(SynthTreesCli, JsonHasTreesAndLinkUsage) {
 TEST(SynthTreesCli, UserMatrixFile) {
   const std::filesystem::path matrix =
       writeFile("ring4.txt", "# a 4-GPU ring\n0 2 0 2\n2 0 2 0\n0 2 0 2\n2 0 2 0\n");
-  const CommandResult r = runCli("synth trees --matrix '" + matrix.string() + "' --json");
+  const CommandResult r =
+      runCli("synth trees --matrix '" + matrix.string() + "' --strategy best --json");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   const nlohmann::json document = nlohmann::json::parse(r.output);
   ASSERT_EQ(document["trees"].size(), 4u);
@@ -173,8 +190,8 @@ TEST(SynthTreesCli, MatrixFromStandardInput) {
 
 TEST(SynthTreesCli, EmittedProgramsRunWithExactResults) {
   const std::filesystem::path dir = tempPath("emit");
-  const CommandResult r =
-      runCli("synth trees --topology dgx1 --emit '" + dir.string() + "' --pipeline 2");
+  const CommandResult r = runCli("synth trees --topology dgx1 --strategy best --emit '" +
+                                 dir.string() + "' --pipeline 2");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   for (const char* file : {"allreduce_synth_tree.xml", "allreduce_synth_multitree.xml"}) {
     const std::filesystem::path path = dir / file;
