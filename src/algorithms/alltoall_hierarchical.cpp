@@ -93,8 +93,8 @@ NodeShape shapeOf(const BuildArgs& args) {
   return {.nodes = args.nodes, .gpus = args.gpusPerNode};
 }
 
-std::unique_ptr<lang::Program> newAllToAll(const std::string& name, const BuildArgs& args,
-                                           int chunkFactor = 1) {
+std::unique_ptr<lang::Program> newHierarchicalAllToAll(const std::string& name,
+                                                       const BuildArgs& args, int chunkFactor = 1) {
   return std::make_unique<lang::Program>(name, lang::allToAll(args.ranks, chunkFactor, false),
                                          args.programOptions);
 }
@@ -171,7 +171,7 @@ std::unique_ptr<lang::Program> buildTwoStep(const std::string& name, const Build
   const int nodes = shape.nodes;
   const int gpus = shape.gpus;
   const int parts = args.param("channels");
-  auto program = newAllToAll(name, args, parts);
+  auto program = newHierarchicalAllToAll(name, args, parts);
   // Instance c's channel hints: none with one instance (the compiler chooses, as before).
   auto onChannel = [parts](int instance, int channel) -> lang::OpOptions {
     if (parts == 1) return {};
@@ -215,7 +215,7 @@ std::unique_ptr<lang::Program> buildThreeStep(const std::string& name, const Bui
   const NodeShape shape = shapeOf(args);
   const int gpus = shape.gpus;
   const int area = gpus * gpus;
-  auto program = newAllToAll(name, args);
+  auto program = newHierarchicalAllToAll(name, args);
   exchangeInsideNodes(*program, shape);
   // A GPU sends for remote slots g, g+G, ... and receives for the same slots of its own node;
   // scratch: [gather, wire] per sent pair, then one landing area per received pair.
@@ -241,8 +241,8 @@ std::unique_ptr<lang::Program> buildThreeStep(const std::string& name, const Bui
   return program;
 }
 
-constexpr int kPairingXor = 1;    // `pairing` values: 0 shift, 1 xor
-constexpr int kForwardChunk = 1;  // `forward` values: 0 aggregated, 1 chunk
+constexpr int kPairingXor = 1;            // `pairing` values: 0 shift, 1 xor
+constexpr int kAllToAllForwardChunk = 1;  // `forward` values: 0 aggregated, 1 chunk
 
 bool isPowerOfTwo(int n) {
   return n > 0 && (n & (n - 1)) == 0;
@@ -277,13 +277,14 @@ void routeNodePairByChunk(lang::Program& program, const NodeShape& shape, const 
   }
 }
 
-std::unique_ptr<lang::Program> buildHierarchical(const std::string& name, const BuildArgs& args) {
+std::unique_ptr<lang::Program> buildHierarchicalAllToAll(const std::string& name,
+                                                         const BuildArgs& args) {
   const NodeShape shape = shapeOf(args);
   const int gpus = shape.gpus;
   const int leaders = std::min(args.param("leaders"), gpus);
   const bool xorPairs = args.param("pairing") == kPairingXor && isPowerOfTwo(shape.nodes);
-  const bool perChunk = args.param("forward") == kForwardChunk;
-  auto program = newAllToAll(name, args);
+  const bool perChunk = args.param("forward") == kAllToAllForwardChunk;
+  auto program = newHierarchicalAllToAll(name, args);
   exchangeInsideNodes(*program, shape);
   // Leader l owns destination GPUs [lo(l), lo(l+1)); scratch per leader: two sets of
   // [gather, wire, landing] of G·w chunks each, alternating by step.
@@ -321,7 +322,7 @@ std::unique_ptr<lang::Program> buildEager(const std::string& name, const BuildAr
   const NodeShape shape = shapeOf(args);
   const int nodes = shape.nodes;
   const int gpus = shape.gpus;
-  auto program = newAllToAll(name, args);
+  auto program = newHierarchicalAllToAll(name, args);
   for (int r = 0; r < args.ranks; ++r)
     program->chunk(r, lang::Buffer::input, r).copy(r, lang::Buffer::output, r);
   const int interSteps = (nodes - 1) * gpus;
@@ -394,7 +395,7 @@ std::vector<AlgorithmInfo> hierarchicalAllToAllAlgorithms() {
                   forwardParam("chunk (Alg. 3): one inter-node message per source GPU and "
                                "step, scattered chunk by chunk; aggregated: gather, transpose, "
                                "one message per leader pair and step")},
-       .build = &buildHierarchical,
+       .build = &buildHierarchicalAllToAll,
        .steps = "N−1 exchange steps (+ gather and scatter, pipelined across steps)",
        .bytesSent = "non-leader: (N−1)/N · n to its leader; leader: (N−1)G/L · n/N inter + "
                     "about as much scattered",

@@ -6,13 +6,10 @@
 #include <utility>
 
 #include "support/error.h"
+#include "support/index.h"
 
 namespace chorus::ir {
 namespace {
-
-std::size_t ix(int i) {
-  return static_cast<std::size_t>(i);
-}
 
 class GroupReduction : public Collective {
  public:

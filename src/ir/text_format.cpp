@@ -43,7 +43,7 @@ void appendQuoted(std::string& out, std::string_view text) {
   out += '"';
 }
 
-void appendLocation(std::string& out, BufferKind buffer, int index) {
+void appendTextLocation(std::string& out, BufferKind buffer, int index) {
   out += bufferName(buffer);
   out += '[';
   appendInt(out, index);
@@ -53,14 +53,14 @@ void appendLocation(std::string& out, BufferKind buffer, int index) {
 // ---------------------------------------------------------------------------------------------
 // Parsing
 
-std::optional<long long> parseInteger(std::string_view text) {
+std::optional<long long> parseTextInteger(std::string_view text) {
   long long value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) return std::nullopt;
   return value;
 }
 
-std::optional<std::uint64_t> parseUnsigned(std::string_view text) {
+std::optional<std::uint64_t> parseTextUnsigned(std::string_view text) {
   std::uint64_t value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) return std::nullopt;
@@ -160,7 +160,7 @@ class TextParser {
 
   long long integer(std::string_view text, std::string_view what, long long lo,
                     long long hi) const {
-    auto value = parseInteger(text);
+    auto value = parseTextInteger(text);
     if (!value) fail(fmt::format("{} has value '{}' (expected an integer)", what, text));
     if (*value < lo || *value > hi) {
       fail(fmt::format("{} has value '{}' (expected an integer in {}..{})", what, text, lo, hi));
@@ -259,7 +259,7 @@ class TextParser {
     for (auto [key, target] : {std::pair{"minBytes", &algorithm_.minBytes},
                                std::pair{"maxBytes", &algorithm_.maxBytes}}) {
       if (auto value = lookup(kvs, key)) {
-        auto parsed = parseUnsigned(*value);
+        auto parsed = parseTextUnsigned(*value);
         if (!parsed) {
           fail(fmt::format("{} has value '{}' (expected a non-negative integer)", key, *value));
         }
@@ -524,9 +524,9 @@ std::string printText(const Algorithm& algorithm) {
         out += ": ";
         out += opName(step.op);
         out += ' ';
-        appendLocation(out, step.srcBuffer, step.srcIndex);
+        appendTextLocation(out, step.srcBuffer, step.srcIndex);
         out += " -> ";
-        appendLocation(out, step.dstBuffer, step.dstIndex);
+        appendTextLocation(out, step.dstBuffer, step.dstIndex);
         out += " count=";
         appendInt(out, step.count);
         if (!step.deps.empty()) {

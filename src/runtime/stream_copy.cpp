@@ -40,12 +40,12 @@ std::size_t streamLinesSse2(std::uint8_t* dst, const std::uint8_t* src, std::siz
   return lines * 64;
 }
 
-bool cpuHasAvx2() {
+bool cpuSupportsAvx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2");
 }
 
-const bool kHasAvx2 = cpuHasAvx2();
+const bool kHasAvx2 = cpuSupportsAvx2();
 #endif
 
 // Below this a copy is too short for streaming to pay (and its lines are likely cached).

@@ -17,7 +17,7 @@ std::string_view builtinTuningJson();  // generated from data/tuning/default.jso
 namespace {
 
 constexpr std::string_view kFormat = "chorus-tuning/1";
-constexpr int kMaxRanks = 256;
+constexpr int kMaxTableRanks = 256;
 
 using Json = nlohmann::json;
 
@@ -112,8 +112,8 @@ TuningTable parseTable(const Json& json, std::string_view source, std::size_t in
   }
   table.collective = *kind;
   const Json& ranks = field(json, "ranks", source, where);
-  if (!ranks.is_number_integer() || ranks.get<int>() < 1 || ranks.get<int>() > kMaxRanks)
-    fail(source, where, fmt::format("\"ranks\" must be a whole number in 1..{}", kMaxRanks));
+  if (!ranks.is_number_integer() || ranks.get<int>() < 1 || ranks.get<int>() > kMaxTableRanks)
+    fail(source, where, fmt::format("\"ranks\" must be a whole number in 1..{}", kMaxTableRanks));
   table.ranks = ranks.get<int>();
   table.transport = stringField(json, "transport", source, where);
   where = fmt::format("table {} ({} {} ranks {})", index, collective, table.ranks, table.transport);

@@ -8,16 +8,13 @@
 
 #include "ir/group_reduction.h"
 #include "support/error.h"
+#include "support/index.h"
 #include "synth/ring_order.h"
 
 namespace chorus::synth {
 namespace {
 
 using lang::Buffer;
-
-std::size_t ix(int i) {
-  return static_cast<std::size_t>(i);
-}
 
 // DSL chunk indices of semantic chunks `chunks` refined by `factor`.
 std::vector<int> expand(const std::vector<int>& chunks, int factor) {

@@ -7,14 +7,11 @@
 #include <numeric>
 
 #include "support/error.h"
+#include "support/index.h"
 #include "topology/topology.h"
 
 namespace chorus::synth {
 namespace {
-
-std::size_t ix(int i) {
-  return static_cast<std::size_t>(i);
-}
 
 // Product of `values`, or -1 once it exceeds `cap` (sizes here are small, but a bad option
 // must not overflow).

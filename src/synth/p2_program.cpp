@@ -8,13 +8,10 @@
 #include <utility>
 
 #include "support/error.h"
+#include "support/index.h"
 
 namespace chorus::synth {
 namespace {
-
-std::size_t ix(int i) {
-  return static_cast<std::size_t>(i);
-}
 
 int levelCount(const SynthesisHierarchy& hierarchy) {
   return static_cast<int>(hierarchy.levels.size());

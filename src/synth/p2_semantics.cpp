@@ -7,13 +7,10 @@
 #include <iterator>
 
 #include "support/error.h"
+#include "support/index.h"
 
 namespace chorus::synth {
 namespace {
-
-std::size_t ix(int i) {
-  return static_cast<std::size_t>(i);
-}
 
 std::string nameOf(std::span<const int> names, std::size_t position) {
   return names.empty() ? fmt::format("#{}", position) : std::to_string(names[position]);

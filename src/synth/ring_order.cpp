@@ -1,14 +1,11 @@
 #include "synth/ring_order.h"
+#include "support/index.h"
 
 #include <algorithm>
 #include <functional>
 
 namespace chorus::synth {
 namespace {
-
-std::size_t ix(int i) {
-  return static_cast<std::size_t>(i);
-}
 
 // Step 2 for one threshold: a Hamiltonian cycle through `local` (node-local device ids, the
 // first fixed) over pairs of weight >= w, or empty.

@@ -182,16 +182,16 @@ std::vector<Tree> computeMxnetTrees(const LinkMatrix& weights, const TreeOptions
 
 // ---- strategy best --------------------------------------------------------------------------
 
-struct Candidate {
+struct TreeCandidate {
   Tree tree;
   std::vector<int> links;  // a * n + b, a < b, one per transfer
   double weight = 0;       // treeWeight on the unpenalized matrix
 };
 
-using CandidateSets = std::vector<std::vector<Candidate>>;
+using CandidateSets = std::vector<std::vector<TreeCandidate>>;
 
-Candidate makeCandidate(const LinkMatrix& weights, Tree tree) {
-  Candidate candidate;
+TreeCandidate makeCandidate(const LinkMatrix& weights, Tree tree) {
+  TreeCandidate candidate;
   const int n = weights.size;
   for (const TreeEdge& edge : listTreeEdges(tree)) {
     const int a = std::min(edge.parent, edge.child);
@@ -214,10 +214,10 @@ bool isUsable(const LinkMatrix& weights, const Tree& tree) {
 }
 
 // Step 5.
-std::vector<Candidate> collectCandidates(const LinkMatrix& weights, int root, const Tree& mxnetTree,
-                                         const TreeOptions& options) {
+std::vector<TreeCandidate> collectCandidates(const LinkMatrix& weights, int root,
+                                             const Tree& mxnetTree, const TreeOptions& options) {
   const int depth = computeDepth(weights.size);
-  std::vector<Candidate> candidates;
+  std::vector<TreeCandidate> candidates;
   std::set<std::vector<int>> seen;
   auto add = [&](const Tree& tree, TreeMethod method) {
     if (!isUsable(weights, tree)) return false;
@@ -276,7 +276,7 @@ struct Selection {
       --maxUsage;
   }
 
-  void apply(const Candidate& candidate, int sign) {
+  void apply(const TreeCandidate& candidate, int sign) {
     for (const int link : candidate.links)
       bump(link, sign);
     weight += sign * candidate.weight;
@@ -312,11 +312,11 @@ std::vector<int> greedyPick(const LinkMatrix& weights, const CandidateSets& cand
   LinkMatrix penalized = weights;
   Selection selection(candidates, {}, n);
   for (int root = 0; root < n; ++root) {
-    const std::vector<Candidate>& choices = candidates[at(root)];
+    const std::vector<TreeCandidate>& choices = candidates[at(root)];
     int best = -1;
     std::tuple<double, double, long long> bestKey;
     for (int c = 0; c < static_cast<int>(choices.size()); ++c) {
-      const Candidate& candidate = choices[at(c)];
+      const TreeCandidate& candidate = choices[at(c)];
       selection.apply(candidate, +1);
       const double usage = selection.maxUsage;
       const std::tuple<double, double, long long> key =
@@ -344,7 +344,7 @@ void improveLocally(const CandidateSets& candidates, Selection& selection) {
   for (int pass = 0; pass < kMaxLocalSearchPasses; ++pass) {
     bool improved = false;
     for (int root = 0; root < n; ++root) {
-      const std::vector<Candidate>& choices = candidates[at(root)];
+      const std::vector<TreeCandidate>& choices = candidates[at(root)];
       const int current = selection.pick[at(root)];
       int choice = current;
       double bestWeight = selection.weight;
@@ -417,7 +417,7 @@ std::vector<Tree> computeBestTrees(const LinkMatrix& weights, const std::vector<
     Selection trial = *chosen;
     for (int k = 0; k < 2; ++k) {
       const int root = std::uniform_int_distribution<int>(0, n - 1)(gen);
-      const std::vector<Candidate>& choices = candidates[at(root)];
+      const std::vector<TreeCandidate>& choices = candidates[at(root)];
       const int c =
           std::uniform_int_distribution<int>(0, static_cast<int>(choices.size()) - 1)(gen);
       trial.apply(choices[at(trial.pick[at(root)])], -1);

@@ -21,8 +21,8 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr std::string_view kFormat = "chorus-topology/1";
-constexpr double kGB = 1e9;   // bytes/s per GB/s
-constexpr double kUs = 1e-6;  // seconds per microsecond
+constexpr double kBytesPerGB = 1e9;     // bytes/s per GB/s
+constexpr double kSecondsPerUs = 1e-6;  // seconds per microsecond
 
 // Device vertices are named "gpu0".. unless the file lists names.
 std::string defaultDeviceName(int d) {
@@ -116,7 +116,7 @@ Json nodeJson(const NodeModel& node) {
   for (std::size_t v = static_cast<std::size_t>(node.devices); v < node.vertices.size(); ++v) {
     const Vertex& vertex = node.vertices[v];
     json["switches"].push_back({{"name", vertex.name},
-                                {"bandwidth_GBps", rounded(vertex.bandwidth / kGB)},
+                                {"bandwidth_GBps", rounded(vertex.bandwidth / kBytesPerGB)},
                                 {"memory", vertex.memory}});
   }
   json["links"] = Json::array();
@@ -126,40 +126,40 @@ Json nodeJson(const NodeModel& node) {
                              {"between",
                               {node.vertices[static_cast<std::size_t>(link.a)].name,
                                node.vertices[static_cast<std::size_t>(link.b)].name}},
-                             {"bandwidth_GBps", rounded(link.bandwidth / kGB)},
-                             {"latency_us", rounded(link.latency / kUs)},
+                             {"bandwidth_GBps", rounded(link.bandwidth / kBytesPerGB)},
+                             {"latency_us", rounded(link.latency / kSecondsPerUs)},
                              {"duplex", link.duplex}});
   }
   json["nics"] = Json::array();
   for (const Nic& nic : node.nics) {
     json["nics"].push_back({{"name", nic.name},
                             {"devices", nic.devices},
-                            {"bandwidth_GBps", rounded(nic.bandwidth / kGB)},
-                            {"latency_us", rounded(nic.latency / kUs)}});
+                            {"bandwidth_GBps", rounded(nic.bandwidth / kBytesPerGB)},
+                            {"latency_us", rounded(nic.latency / kSecondsPerUs)}});
   }
   json["levels"] = Json::array();
   for (const Level& level : node.levels)
     json["levels"].push_back({{"name", level.name}, {"groups", level.groups}});
   const DeviceModel& device = node.device;
   json["device"] = {{"kind", device.kind},
-                    {"reduce_GBps", rounded(device.reduceRate / kGB)},
-                    {"copy_GBps", rounded(device.copyRate / kGB)},
+                    {"reduce_GBps", rounded(device.reduceRate / kBytesPerGB)},
+                    {"copy_GBps", rounded(device.copyRate / kBytesPerGB)},
                     {"engines", device.engines},
                     {"send_ports", device.sendPorts},
                     {"slices", device.slices},
-                    {"step_overhead_us", rounded(device.stepOverhead / kUs)},
-                    {"message_latency_us", rounded(device.messageLatency / kUs)}};
+                    {"step_overhead_us", rounded(device.stepOverhead / kSecondsPerUs)},
+                    {"message_latency_us", rounded(device.messageLatency / kSecondsPerUs)}};
   for (const auto& [key, curve] : {std::pair{"copy_curve", &device.copyCurve},
                                    std::pair{"reduce_curve", &device.reduceCurve}}) {
     if (curve->empty()) continue;
     Json points = Json::array();
     for (const RatePoint& point : *curve)
-      points.push_back(
-          {{"working_set_bytes", rounded(point.workingSet)}, {"GBps", rounded(point.rate / kGB)}});
+      points.push_back({{"working_set_bytes", rounded(point.workingSet)},
+                        {"GBps", rounded(point.rate / kBytesPerGB)}});
     json["device"][key] = std::move(points);
   }
   json["cores"] = node.cores;
-  json["wake_latency_us"] = rounded(node.wakeLatency / kUs);
+  json["wake_latency_us"] = rounded(node.wakeLatency / kSecondsPerUs);
   return json;
 }
 
@@ -211,7 +211,7 @@ class Reader {
       const Json& network = root.at("network");
       expectObject(network, path, {"latency_us", "oversubscription"});
       if (network.contains("latency_us"))
-        topology.network.latency = number(network, path, "latency_us") * kUs;
+        topology.network.latency = number(network, path, "latency_us") * kSecondsPerUs;
       if (network.contains("oversubscription"))
         topology.network.oversubscription = number(network, path, "oversubscription");
     }
@@ -241,7 +241,7 @@ class Reader {
         Vertex vertex;
         vertex.name = string(switches[i], at, "name");
         if (switches[i].contains("bandwidth_GBps"))
-          vertex.bandwidth = number(switches[i], at, "bandwidth_GBps") * kGB;
+          vertex.bandwidth = number(switches[i], at, "bandwidth_GBps") * kBytesPerGB;
         if (switches[i].contains("memory")) vertex.memory = boolean(switches[i], at, "memory");
         node.vertices.push_back(std::move(vertex));
       }
@@ -272,8 +272,9 @@ class Reader {
         nic.name = nics[i].contains("name") ? string(nics[i], at, "name") : fmt::format("nic{}", i);
         nic.devices =
             deviceIndices(field(nics[i], at, "devices"), at.member("devices"), node, vertexIndex);
-        nic.bandwidth = number(nics[i], at, "bandwidth_GBps") * kGB;
-        if (nics[i].contains("latency_us")) nic.latency = number(nics[i], at, "latency_us") * kUs;
+        nic.bandwidth = number(nics[i], at, "bandwidth_GBps") * kBytesPerGB;
+        if (nics[i].contains("latency_us"))
+          nic.latency = number(nics[i], at, "latency_us") * kSecondsPerUs;
         node.nics.push_back(std::move(nic));
       }
     }
@@ -297,7 +298,7 @@ class Reader {
     if (json.contains("cores"))
       node.cores = integer(json, path, "cores", 0, std::numeric_limits<int>::max());
     if (json.contains("wake_latency_us"))
-      node.wakeLatency = number(json, path, "wake_latency_us") * kUs;
+      node.wakeLatency = number(json, path, "wake_latency_us") * kSecondsPerUs;
     return node;
   }
 
@@ -341,8 +342,9 @@ class Reader {
     }
     link.a = vertex(between[0], betweenPath.element(0), node, vertexIndex);
     link.b = vertex(between[1], betweenPath.element(1), node, vertexIndex);
-    link.bandwidth = number(json, path, "bandwidth_GBps") * kGB;
-    if (json.contains("latency_us")) link.latency = number(json, path, "latency_us") * kUs;
+    link.bandwidth = number(json, path, "bandwidth_GBps") * kBytesPerGB;
+    if (json.contains("latency_us"))
+      link.latency = number(json, path, "latency_us") * kSecondsPerUs;
     if (json.contains("duplex")) link.duplex = boolean(json, path, "duplex");
     link.name = json.contains("name") ? string(json, path, "name") : defaultLinkName(node, link);
     return link;
@@ -354,8 +356,9 @@ class Reader {
                   "step_overhead_us", "message_latency_us", "copy_curve", "reduce_curve"});
     DeviceModel device;
     if (json.contains("kind")) device.kind = string(json, path, "kind");
-    if (json.contains("reduce_GBps")) device.reduceRate = number(json, path, "reduce_GBps") * kGB;
-    if (json.contains("copy_GBps")) device.copyRate = number(json, path, "copy_GBps") * kGB;
+    if (json.contains("reduce_GBps"))
+      device.reduceRate = number(json, path, "reduce_GBps") * kBytesPerGB;
+    if (json.contains("copy_GBps")) device.copyRate = number(json, path, "copy_GBps") * kBytesPerGB;
     if (json.contains("engines"))
       device.engines = integer(json, path, "engines", 0, std::numeric_limits<int>::max());
     if (json.contains("send_ports"))
@@ -363,9 +366,9 @@ class Reader {
     if (json.contains("slices"))
       device.slices = integer(json, path, "slices", 1, std::numeric_limits<int>::max());
     if (json.contains("step_overhead_us"))
-      device.stepOverhead = number(json, path, "step_overhead_us") * kUs;
+      device.stepOverhead = number(json, path, "step_overhead_us") * kSecondsPerUs;
     if (json.contains("message_latency_us"))
-      device.messageLatency = number(json, path, "message_latency_us") * kUs;
+      device.messageLatency = number(json, path, "message_latency_us") * kSecondsPerUs;
     if (json.contains("copy_curve"))
       device.copyCurve = readCurve(json.at("copy_curve"), path.member("copy_curve"));
     if (json.contains("reduce_curve"))
@@ -383,7 +386,7 @@ class Reader {
       const JsonPath at = path.element(i);
       expectObject(json[i], at, {"working_set_bytes", "GBps"});
       curve.push_back(
-          {number(json[i], at, "working_set_bytes"), number(json[i], at, "GBps") * kGB});
+          {number(json[i], at, "working_set_bytes"), number(json[i], at, "GBps") * kBytesPerGB});
     }
     return curve;
   }
@@ -545,7 +548,7 @@ std::string toTopologyJson(const Topology& topology) {
   root["description"] = topology.description;
   root["nodes"] = topology.nodes;
   root["node"] = nodeJson(topology.node);
-  root["network"] = {{"latency_us", rounded(topology.network.latency / kUs)},
+  root["network"] = {{"latency_us", rounded(topology.network.latency / kSecondsPerUs)},
                      {"oversubscription", rounded(topology.network.oversubscription)}};
   std::string out;
   appendPretty(out, root, 0);

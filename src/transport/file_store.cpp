@@ -53,7 +53,7 @@ std::string encodeKey(std::string_view key) {
   return name;
 }
 
-std::string errnoText(int error) {
+std::string strerrorText(int error) {
   return std::strerror(error);
 }
 
@@ -64,7 +64,7 @@ std::optional<std::vector<std::uint8_t>> readFile(const std::string& backend,
   if (fd < 0) {
     if (errno == ENOENT) return std::nullopt;
     throw CommError(fmt::format("{}: open('{}') for key '{}' failed: {}; {}", backend, path, key,
-                                errnoText(errno), kHint));
+                                strerrorText(errno), kHint));
   }
   struct stat info {};
   std::vector<std::uint8_t> value;
@@ -77,7 +77,7 @@ std::optional<std::vector<std::uint8_t>> readFile(const std::string& backend,
       int error = errno;
       ::close(fd);
       throw CommError(fmt::format("{}: read('{}') for key '{}' failed: {}; {}", backend, path, key,
-                                  errnoText(error), kHint));
+                                  strerrorText(error), kHint));
     }
     if (got == 0) break;
     value.insert(value.end(), buffer, buffer + got);
@@ -147,7 +147,7 @@ std::int64_t FileStore::add(const std::string& key, std::int64_t delta) {
   int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
     throw CommError(fmt::format("{}: open('{}') to lock counter '{}' failed: {}; {}", backendName(),
-                                lockPath, key, errnoText(errno), kHint));
+                                lockPath, key, strerrorText(errno), kHint));
   }
   auto deadline = deadlineAfter(kLockTimeout);
   auto step = std::chrono::milliseconds(kMinPoll);
@@ -156,7 +156,7 @@ std::int64_t FileStore::add(const std::string& key, std::int64_t delta) {
     if (error != EWOULDBLOCK && error != EINTR) {
       ::close(fd);
       throw CommError(fmt::format("{}: flock('{}') for counter '{}' failed: {}; {}", backendName(),
-                                  lockPath, key, errnoText(error), kHint));
+                                  lockPath, key, strerrorText(error), kHint));
     }
     if (Clock::now() >= deadline) {
       ::close(fd);
@@ -208,7 +208,7 @@ void FileStore::writeAtomically(const std::string& key, const std::string& path,
   int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     throw CommError(fmt::format("{}: open('{}') to write key '{}' failed: {}; {}", backendName(),
-                                temporary, key, errnoText(errno), kHint));
+                                temporary, key, strerrorText(errno), kHint));
   }
   std::size_t written = 0;
   while (written < value.size()) {
@@ -219,7 +219,7 @@ void FileStore::writeAtomically(const std::string& key, const std::string& path,
       ::close(fd);
       ::unlink(temporary.c_str());
       throw CommError(fmt::format("{}: write('{}') for key '{}' failed: {}; {}", backendName(),
-                                  temporary, key, errnoText(error), kHint));
+                                  temporary, key, strerrorText(error), kHint));
     }
     written += static_cast<std::size_t>(put);
   }
@@ -228,7 +228,7 @@ void FileStore::writeAtomically(const std::string& key, const std::string& path,
     int error = errno;
     ::unlink(temporary.c_str());
     throw CommError(fmt::format("{}: rename('{}' -> '{}') for key '{}' failed: {}; {}",
-                                backendName(), temporary, path, key, errnoText(error), kHint));
+                                backendName(), temporary, path, key, strerrorText(error), kHint));
   }
 }
 

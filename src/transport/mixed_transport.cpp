@@ -4,15 +4,12 @@
 
 #include <algorithm>
 
+#include "support/index.h"
 #include "transport/process_identity.h"
 #include "transport/tcp/tcp_bootstrap.h"
 
 namespace chorus::transport {
 namespace {
-
-std::size_t ix(int i) {
-  return static_cast<std::size_t>(i);
-}
 
 // Peers on this host over `local` (ranks renumbered: hostRanks[i] is local rank i), the others
 // over `remote` (global ranks).

@@ -59,8 +59,18 @@ constexpr std::string_view kConnectHint =
 constexpr std::string_view kLostHint =
     "the store server (rank 0) exited or crashed; check its output";
 
+}  // namespace
+
+// The wire's operation and status codes. Outside the anonymous namespace because TcpStore's own
+// nested types (Reply, Server::Waiter) hold them.
+namespace tcp_store_wire {
 enum class Op : std::uint8_t { kHello = 1, kSet = 2, kGet = 3, kAdd = 4, kCheck = 5, kWait = 6 };
 enum class Status : std::uint8_t { kOk = 0, kTimeout = 1, kError = 2 };
+}  // namespace tcp_store_wire
+using tcp_store_wire::Op;
+using tcp_store_wire::Status;
+
+namespace {
 
 // Appends protocol fields to a byte vector.
 class Writer {

@@ -15,8 +15,8 @@ namespace chorus::transport {
 
 namespace {
 
-constexpr std::array<std::uint8_t, 8> kMagic = {'C', 'H', 'O', 'R', 'U', 'S', 'I', 'D'};
-constexpr std::uint16_t kVersion = 1;
+constexpr std::array<std::uint8_t, 8> kIdMagic = {'C', 'H', 'O', 'R', 'U', 'S', 'I', 'D'};
+constexpr std::uint16_t kIdVersion = 1;
 constexpr std::size_t kVersionAt = 8;
 constexpr std::size_t kFamilyAt = 10;
 constexpr std::size_t kPortAt = 12;
@@ -86,9 +86,9 @@ UniqueId makeUniqueId(const std::string& host, int port) {
         host));
   }
   UniqueId id;
-  std::memcpy(id.bytes.data(), kMagic.data(), kMagic.size());
-  id.bytes[kVersionAt] = kVersion & 0xff;
-  id.bytes[kVersionAt + 1] = kVersion >> 8;
+  std::memcpy(id.bytes.data(), kIdMagic.data(), kIdMagic.size());
+  id.bytes[kVersionAt] = kIdVersion & 0xff;
+  id.bytes[kVersionAt + 1] = kIdVersion >> 8;
   id.bytes[kPortAt] = static_cast<std::uint8_t>(port >> 8);
   id.bytes[kPortAt + 1] = static_cast<std::uint8_t>(port & 0xff);
   if (!putAddress(id, host)) {
@@ -141,17 +141,17 @@ UniqueId uniqueIdFromHex(std::string_view text) {
 }
 
 StoreAddress addressOf(const UniqueId& id) {
-  if (std::memcmp(id.bytes.data(), kMagic.data(), kMagic.size()) != 0) {
+  if (std::memcmp(id.bytes.data(), kIdMagic.data(), kIdMagic.size()) != 0) {
     throw OptionError(
         "unique id: bad magic (the bytes are not a chorus unique id); pass the id made by "
         "makeUniqueId on rank 0, unchanged");
   }
   int version = id.bytes[kVersionAt] | id.bytes[kVersionAt + 1] << 8;
-  if (version != kVersion) {
+  if (version != kIdVersion) {
     throw OptionError(fmt::format(
         "unique id: version {} but this chorus reads version {}; run the same chorus build on "
         "every rank",
-        version, kVersion));
+        version, kIdVersion));
   }
   int port = id.bytes[kPortAt] << 8 | id.bytes[kPortAt + 1];
   char text[INET6_ADDRSTRLEN] = {};

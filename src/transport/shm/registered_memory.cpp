@@ -26,7 +26,7 @@ namespace chorus::transport {
 
 namespace {
 
-std::string errnoText(int error) {
+std::string errorCodeText(int error) {
   return std::error_code(error, std::generic_category()).message();
 }
 
@@ -71,12 +71,12 @@ void* allocateRegistered(std::size_t bytes) {
   const std::uint64_t id = r.nextId.fetch_add(1, std::memory_order_relaxed);
   const int fd = ::memfd_create(memfdName(id).c_str(), MFD_CLOEXEC);
   if (fd < 0)
-    throw CommError(fmt::format("chorus::memAlloc: memfd_create failed: {}", errnoText(errno)));
+    throw CommError(fmt::format("chorus::memAlloc: memfd_create failed: {}", errorCodeText(errno)));
   auto fail = [&](const char* what) {
     const int error = errno;
     ::close(fd);
     throw CommError(fmt::format("chorus::memAlloc: {} for {} failed: {}", what, formatSize(bytes),
-                                errnoText(error)));
+                                errorCodeText(error)));
   };
   // Reserve the pages now, so a full memory fails here and not as SIGBUS on first touch.
   if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) fail("ftruncate");

@@ -41,6 +41,7 @@
 
 #include "chorus/error.h"
 #include "support/error.h"
+#include "support/index.h"
 #include "transport/remote_message.h"
 #include "transport/tcp/tcp_bootstrap.h"
 #include "transport/tcp/tcp_fifo.h"
@@ -60,10 +61,6 @@ constexpr std::size_t kMaxCall = 200;
 constexpr std::size_t kMaxReason = 4096;
 constexpr auto kByeFlushLimit = std::chrono::seconds(5);
 constexpr std::size_t kStageBytes = 16 << 10;
-
-std::size_t ix(int i) {
-  return static_cast<std::size_t>(i);
-}
 
 // One frame waiting to be written: its header and payload (borrowed from a send slot or, for a
 // message by reference, the sender's buffers; owned for control frames).

@@ -8,7 +8,7 @@ namespace chorus::transport {
 
 namespace {
 
-constexpr std::size_t kMaxCallBytes = 200;  // of a published call's text (connections.h)
+constexpr std::size_t kMaxThreadCallBytes = 200;  // of a published call's text (connections.h)
 
 }  // namespace
 
@@ -89,7 +89,7 @@ void ThreadGroup::publishCall(int rank, std::string_view description) {
   PublishedCall& c = calls_[static_cast<std::size_t>(rank)];
   {
     std::lock_guard lock(c.mutex);
-    c.text.assign(description.substr(0, kMaxCallBytes));
+    c.text.assign(description.substr(0, kMaxThreadCallBytes));
     c.nameBytes = c.text.size();
   }
   c.shapeKey = 0;
@@ -101,9 +101,9 @@ void ThreadGroup::publishNumberedCall(int rank, std::uint64_t shapeKey, std::str
   PublishedCall& c = calls_[static_cast<std::size_t>(rank)];
   if (shapeKey == 0 || shapeKey != c.shapeKey) {
     std::lock_guard lock(c.mutex);
-    c.text.assign(name.substr(0, kMaxCallBytes));
+    c.text.assign(name.substr(0, kMaxThreadCallBytes));
     c.nameBytes = c.text.size();
-    c.text.append(details.substr(0, kMaxCallBytes - c.nameBytes));
+    c.text.append(details.substr(0, kMaxThreadCallBytes - c.nameBytes));
     c.shapeKey = shapeKey;
   }
   // As on shm: a reader may pair the number with the previous text for a moment.
