@@ -33,22 +33,22 @@ if(summary EQUAL -1)
   message(FATAL_ERROR "no median line:\n${out}")
 endif()
 
+# Runs the tool on `document` (written to bad.json) and fails unless it exits non-zero with
+# `expected` in its error output; `what` names the case in the failure message.
+function(expect_rejected document expected what)
+  file(WRITE ${WORK}/bad.json "${document}")
+  execute_process(COMMAND ${TOOL} --data ${WORK}/bad.json
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(FIND "${err}" "${expected}" named)
+  if(rc EQUAL 0 OR named EQUAL -1)
+    message(FATAL_ERROR "${what} not reported as expected (${rc}):\n${err}")
+  endif()
+endfunction()
+
+string(JSON firstId GET "${data}" points 0 id)
 # Bad input: the first point without "nodes".
 string(JSON bad REMOVE "${data}" points 0 nodes)
-file(WRITE ${WORK}/bad.json "${bad}")
-string(JSON firstId GET "${data}" points 0 id)
-execute_process(COMMAND ${TOOL} --data ${WORK}/bad.json
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-string(FIND "${err}" "point 0 (\"${firstId}\"): missing field \"nodes\"" named)
-if(rc EQUAL 0 OR named EQUAL -1)
-  message(FATAL_ERROR "missing field not reported as expected (${rc}):\n${err}")
-endif()
+expect_rejected("${bad}" "point 0 (\"${firstId}\"): missing field \"nodes\"" "missing field")
 # Bad input: an unknown preset.
 string(JSON bad SET "${data}" points 0 system "\"dgx-z900\"")
-file(WRITE ${WORK}/bad.json "${bad}")
-execute_process(COMMAND ${TOOL} --data ${WORK}/bad.json
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-string(FIND "${err}" "point \"${firstId}\": field \"system\"" named)
-if(rc EQUAL 0 OR named EQUAL -1)
-  message(FATAL_ERROR "unknown preset not reported as expected (${rc}):\n${err}")
-endif()
+expect_rejected("${bad}" "point \"${firstId}\": field \"system\"" "unknown preset")
