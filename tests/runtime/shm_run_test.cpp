@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -25,6 +26,12 @@
 #include "support/error.h"
 
 namespace chorus {
+namespace ir {
+// Test names and failures print the protocol's name.
+void PrintTo(Protocol protocol, std::ostream* os) {
+  *os << protocolName(protocol);
+}
+}  // namespace ir
 namespace {
 
 using runtime::DataType;

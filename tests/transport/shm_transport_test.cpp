@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <ostream>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -33,6 +34,10 @@
 #include "transport/shm/shm_transport.h"
 
 namespace chorus::transport {
+// Failures print the format's name.
+void PrintTo(LineFormat format, std::ostream* os) {
+  *os << lineFormatName(format);
+}
 namespace {
 
 using ::testing::HasSubstr;

@@ -420,6 +420,11 @@ void ShmFifo::setLineFormat(LineFormat format) {
 //     llFlag(sequence): data and flag arrive together, so no ordering is needed at all.
 //     LL128: each 56 stream bytes are copied into a line, then its flag (the sequence) is
 //     stored with release ordering.
+//     Both go from the last unit to the first: the receiver polls the first unit, and finds
+//     the rest there too when it arrives (TSO keeps stores in order; elsewhere each unit's own
+//     flag is still checked). Front to back, the receiver chased the writer, and every line
+//     went back and forth between the two cores several times: 2-4x slower from 512 B up on
+//     this machine (docs/performance.md, "LL and LL128 on shm").
 //  3. The slot's metadata line gets the size and format (for mismatch reports only; the
 //     receiver does not read it while flags keep arriving).
 void ShmFifo::commitFlagged(std::size_t bytes, std::uint64_t tag) {
@@ -433,7 +438,7 @@ void ShmFifo::commitFlagged(std::size_t bytes, std::uint64_t tag) {
     auto* words = reinterpret_cast<std::uint64_t*>(llLines_ + sendIndex_ * llStride_);
     const std::uint64_t flag = std::uint64_t{llFlag(sequence)} << 32;
     const std::size_t n = (kHeaderBytes + bytes + kLlDataBytes - 1) / kLlDataBytes;
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = n; i-- > 0;) {
       std::uint32_t data;
       std::memcpy(&data, s + i * kLlDataBytes, kLlDataBytes);
       std::atomic_ref<std::uint64_t>(words[i]).store(flag | data, std::memory_order_relaxed);
@@ -441,7 +446,7 @@ void ShmFifo::commitFlagged(std::size_t bytes, std::uint64_t tag) {
   } else {
     std::uint8_t* lines = ll128Lines_ + sendIndex_ * ll128Stride_;
     const std::size_t n = (kHeaderBytes + bytes + kLl128DataBytes - 1) / kLl128DataBytes;
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = n; i-- > 0;) {
       std::uint8_t* line = lines + i * kLineBytes;
       std::memcpy(line, s + i * kLl128DataBytes, kLl128DataBytes);
       std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(line + kLl128DataBytes))
