@@ -401,7 +401,10 @@ void ShmFifo::releaseRecv() {
 // ---- Flagged formats (LL, LL128) ----------------------------------------------------------------
 
 void ShmFifo::setLineFormat(LineFormat format) {
-  CHORUS_INTERNAL_ASSERT(units_ == 0, "FIFO line format changed in the middle of a message");
+  if (format == format_) return;
+  // A message partly decoded (by a call that failed) is read again from its start.
+  units_ = 0;
+  unitsTotal_ = 0;
   format_ = format;
   if (format != LineFormat::simple && staging_ == nullptr) {
     // The stream, rounded up to whole words or lines (the encoder and decoder move whole
