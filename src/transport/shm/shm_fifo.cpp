@@ -425,9 +425,10 @@ void ShmFifo::setLineFormat(LineFormat format) {
 //     stored with release ordering.
 //     Both go from the last unit to the first: the receiver polls the first unit, and finds
 //     the rest there too when it arrives (TSO keeps stores in order; elsewhere each unit's own
-//     flag is still checked). Front to back, the receiver chased the writer, and every line
-//     went back and forth between the two cores several times: 2-4x slower from 512 B up on
-//     this machine (docs/performance.md, "LL and LL128 on shm").
+//     flag is still checked). Front to back, a receiver polling from the front chases the
+//     writer, and a line can cross between the cores several times while it is written (on
+//     the 2-core VM the difference was within its noise: docs/performance.md, "LL and LL128
+//     on shm").
 //  3. The slot's metadata line gets the size and format (for mismatch reports only; the
 //     receiver does not read it while flags keep arriving).
 void ShmFifo::commitFlagged(std::size_t bytes, std::uint64_t tag) {
