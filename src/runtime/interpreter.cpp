@@ -475,6 +475,9 @@ class RankExecutor {
       task.send = facts_->sendFifos[t];
       task.recv = facts_->recvFifos[t];
       task.done = task.tb->steps.empty();
+      // Flagged formats where the transport has them (shm); Simple elsewhere.
+      if (task.send) task.send->setLineFormat(lineFormat());
+      if (task.recv) task.recv->setLineFormat(lineFormat());
       // Asked once per call, not on every idle poll: most transports take neither.
       task.mayPost = task.recv && task.recv->acceptsPost(task.recv->slotBytes());
       task.sendSavesCopy = task.send && task.send->remoteSavesACopy();
@@ -509,6 +512,21 @@ class RankExecutor {
   }
 
   std::size_t messageCap() const { return ir::protocolMessageCap(a_.protocol); }
+  static_assert(ir::kLlMessageCap == transport::kLlMaxMessageBytes &&
+                    ir::kLl128MessageCap == transport::kLl128MaxMessageBytes,
+                "a plan's LL/LL128 messages must fit the transport's flagged formats");
+  // How this plan's messages are laid out on transports with flagged formats (Fifo::setLineFormat).
+  transport::LineFormat lineFormat() const {
+    switch (a_.protocol) {
+      case ir::Protocol::ll:
+        return transport::LineFormat::ll;
+      case ir::Protocol::ll128:
+        return transport::LineFormat::ll128;
+      case ir::Protocol::simple:
+        break;
+    }
+    return transport::LineFormat::simple;
+  }
 
   void derivePlanFacts() {
     PlanFacts& f = *facts_;

@@ -17,6 +17,22 @@ struct FifoOptions {
   std::size_t singleCopyBytes = 64 << 10;
 };
 
+// How a connection lays a message out in shared memory: the plan's protocol (seed 000 §6.1).
+// simple: payload, then a per-slot sequence word published with release ordering. ll: 8-byte
+// words of 4 data bytes + a 4-byte flag stored as one word; ll128: 64-byte lines of 56 data bytes
+// + an 8-byte flag stored last. Flagged formats need no separate signal: the receiver polls the
+// flags in the data itself. Only transports with shared memory (shm) implement them.
+enum class LineFormat : std::uint8_t { simple, ll, ll128 };
+
+inline const char* lineFormatName(LineFormat format) {
+  return format == LineFormat::ll ? "LL" : format == LineFormat::ll128 ? "LL128" : "Simple";
+}
+
+// The largest message each flagged format carries (ir::protocolMessageCap must agree: the
+// runtime cuts a plan's messages at that size).
+inline constexpr std::size_t kLlMaxMessageBytes = std::size_t{8} << 10;
+inline constexpr std::size_t kLl128MaxMessageBytes = std::size_t{64} << 10;
+
 // A message left in the sender's memory for the receiver to copy out (single copy): `pieces`
 // runs of `pieceBytes` bytes, `stride` bytes apart, from `address` in the sender's address space.
 struct RemoteRegion {
@@ -58,6 +74,16 @@ class Fifo {
   virtual void releaseRecv() = 0;
   virtual std::size_t slotBytes() const = 0;
   virtual int slotCount() const = 0;
+
+  // ---- Line format (optional) ------------------------------------------------------------------
+  // The format of the messages this end sends or receives from now on; both ends must use the
+  // same format for each message (they run the same plan). Call between messages only (not
+  // between trySendSlot() and commitSend(), nor tryRecvSlot() and releaseRecv()). A flagged
+  // message is at most min(slotBytes(), k*MaxMessageBytes) and never goes by reference.
+  // Transports without flagged formats ignore the call and keep Simple (thread, tcp: their
+  // messages carry no in-band flags); lineFormat() says which one applies.
+  virtual void setLineFormat(LineFormat /*format*/) {}
+  virtual LineFormat lineFormat() const { return LineFormat::simple; }
 
   // ---- Single copy (optional): a message by reference --------------------------------------
   // Sender: whether a message of `bytes` may go by reference on this connection (the transport

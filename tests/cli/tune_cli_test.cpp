@@ -1,6 +1,6 @@
 // `chorus tune` end to end on thread ranks (tiny sweep): it writes a tuning file that parses,
 // keeps other tables of an existing file, and `chorus bench --algo auto` then runs the tuned
-// choices; `--algo` takes settings (ring{channels=2}).
+// choices; `--algo` takes settings (ring{channels=2}); LL/LL128 are tried up to --flagged-max.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -73,6 +73,24 @@ TEST_F(TuneCliTest, BadOptionsAreNamed) {
   const CommandResult result = runCli("tune --ranks 2 -o " + notTuning);
   EXPECT_EQ(result.exitCode, 2) << result.output;
   EXPECT_THAT(result.output, HasSubstr("exists but is not a tuning file"));
+}
+
+// LL and LL128 candidates run only up to --flagged-max: with LL alone, only the sizes up to
+// it get a winner, and that winner is an LL plan.
+TEST_F(TuneCliTest, FlaggedProtocolsAreMeasuredUpToFlaggedMax) {
+  const std::string file = path("ll.json");
+  const CommandResult tune =
+      runCli(std::string("tune --ranks 2 --collectives allreduce --protocols ll --flagged-max 8 "
+                         "--no-params --verify-rounds 0 ") +
+             kTiny + " -o " + file);
+  ASSERT_EQ(tune.exitCode, 0) << tune.output;
+  const chorus::selection::TuningFile parsed = chorus::selection::readTuningFile(file);
+  ASSERT_EQ(parsed.tables.size(), 1u);
+  ASSERT_EQ(parsed.tables[0].measured.size(), 1u) << tune.output;  // 8 B, not 256 B
+  EXPECT_EQ(parsed.tables[0].measured[0].bytes, 8u);
+  EXPECT_THAT(parsed.tables[0].measured[0].algorithm, HasSubstr("protocol=ll"));
+  EXPECT_THAT(runCli("tune --ranks 2 --flagged-max lots").output,
+              HasSubstr("--flagged-max: 'lots' is not a size"));
 }
 
 TEST_F(TuneCliTest, BenchAlgoTakesSettings) {

@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "algorithms/registry.h"
@@ -25,6 +27,12 @@
 #include "valid_msccl_files.h"
 
 namespace chorus {
+namespace ir {
+// Test names and failures print the protocol's name.
+void PrintTo(Protocol protocol, std::ostream* os) {
+  *os << protocolName(protocol);
+}
+}  // namespace ir
 namespace {
 
 using runtime::DataType;
@@ -51,9 +59,11 @@ runtime::RunReport runShm(const ir::Algorithm& a, std::size_t count,
   return runtime::runOnProcesses(a, options);
 }
 
-ir::Algorithm compile(const algorithms::AlgorithmInfo& info) {
+ir::Algorithm compile(const algorithms::AlgorithmInfo& info,
+                      ir::Protocol protocol = ir::Protocol::simple) {
   algorithms::BuildRequest request;
   request.algorithm = info.name;
+  request.protocol = protocol;
   if (info.shape == algorithms::Shape::ranks) {
     request.ranks = std::max(info.minRanks, 3);
   } else {
@@ -76,11 +86,15 @@ std::vector<std::string> algorithmNames() {
   return names;
 }
 
-class LibraryOnShm : public ::testing::TestWithParam<std::string> {};
+// Each algorithm with each protocol: Simple, and LL and LL128, whose messages travel the shm
+// FIFOs as flagged words and lines (ShmFifo, docs/runtime.md).
+class LibraryOnShm : public ::testing::TestWithParam<std::tuple<std::string, ir::Protocol>> {};
 
 TEST_P(LibraryOnShm, ExactResults) {
-  const auto& info = algorithms::findAlgorithm(GetParam());
-  const auto a = compile(info);
+  const auto& [name, protocol] = GetParam();
+  const auto& info = algorithms::findAlgorithm(name);
+  const auto a = compile(info, protocol);
+  ASSERT_EQ(a.protocol, protocol);
   // A different type and operator per algorithm keeps the test short and covers them all.
   const std::vector<std::pair<DataType, ReduceOp>> variants = {
       {DataType::int32, ReduceOp::max},    {DataType::float64, ReduceOp::min},
@@ -99,23 +113,38 @@ TEST_P(LibraryOnShm, ExactResults) {
     bool byReference = false;
   };
   // One element, a count the chunking does not divide, and 300 KiB per block (many tiles); the
-  // odd count again with every message by reference.
-  for (const Case& c :
-       {Case{1, DataType::float32, ReduceOp::sum}, Case{777, type, op},
-        Case{(300 << 10) / 4, DataType::float32, ReduceOp::sum}, Case{777, type, op, true}}) {
+  // odd count again with every message by reference. Flagged protocols: 40 KiB per block (a
+  // few 8 KiB LL tiles; odd-sized LL128 messages), never by reference (they do not go so).
+  const std::vector<Case> cases =
+      protocol == ir::Protocol::simple
+          ? std::vector<Case>{Case{1, DataType::float32, ReduceOp::sum}, Case{777, type, op},
+                              Case{(300 << 10) / 4, DataType::float32, ReduceOp::sum},
+                              Case{777, type, op, true}}
+          : std::vector<Case>{Case{1, DataType::float32, ReduceOp::sum}, Case{777, type, op},
+                              Case{(40 << 10) / 4 + 1, DataType::float32, ReduceOp::sum}};
+  for (const Case& c : cases) {
     // By reference: a second call, so every FIFO's receiver has probed its sender by then.
     const auto report = runShm(a, c.count, c.type, c.op, c.byReference ? 2 : 1, c.byReference);
-    EXPECT_TRUE(report.ok()) << info.name << " count " << c.count << " "
-                             << runtime::dataTypeName(c.type) << " " << runtime::reduceOpName(c.op)
+    EXPECT_TRUE(report.ok()) << info.name << " " << ir::protocolName(protocol) << " count "
+                             << c.count << " " << runtime::dataTypeName(c.type) << " "
+                             << runtime::reduceOpName(c.op)
                              << (c.byReference ? " by reference" : "") << ": " << report.firstWrong;
     EXPECT_GT(report.checkedElements, 0u);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, LibraryOnShm, ::testing::ValuesIn(algorithmNames()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           return testName(info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Registry, LibraryOnShm,
+    ::testing::Combine(::testing::ValuesIn(algorithmNames()),
+                       ::testing::Values(ir::Protocol::simple, ir::Protocol::ll,
+                                         ir::Protocol::ll128)),
+    [](const ::testing::TestParamInfo<std::tuple<std::string, ir::Protocol>>& info) {
+      const ir::Protocol protocol = std::get<1>(info.param);
+      // Simple keeps the names the suite had before protocols were swept.
+      return testName(std::get<0>(info.param)) +
+             (protocol == ir::Protocol::simple ? ""
+                                               : "_" + std::string(ir::protocolName(protocol)));
+    });
 
 TEST(LibraryOnShmIterations, BackToBackCallsReuseTheSegments) {
   const auto a = compile(algorithms::findAlgorithm("allreduce.ring"));

@@ -91,6 +91,25 @@ TEST(LibraryOnThreads, InstancesAndLargeSlots) {
   EXPECT_TRUE(report.ok()) << report.firstWrong;
 }
 
+// LL and LL128 plans on threads: the thread transport keeps Simple semantics (no flagged
+// lines), and only the message cap (8 KiB, 64 KiB) changes the tiles. Exact either way.
+TEST(LibraryOnThreads, LlAndLl128PlansAreExact) {
+  for (ir::Protocol protocol : {ir::Protocol::ll, ir::Protocol::ll128}) {
+    for (const char* name : {"allreduce.ring", "alltoall.direct"}) {
+      algorithms::BuildRequest request;
+      request.algorithm = name;
+      request.ranks = 3;
+      request.protocol = protocol;
+      const auto a = algorithms::compileAlgorithm(request).algorithm;
+      for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{70001}}) {
+        const auto report = run(a, count, DataType::int32, ReduceOp::sum, 256 << 10);
+        EXPECT_TRUE(report.ok()) << name << " " << ir::protocolName(protocol) << " count " << count
+                                 << ": " << report.firstWrong;
+      }
+    }
+  }
+}
+
 using testing_support::validFiles;
 
 class MscclFileOnThreads : public ::testing::TestWithParam<std::string> {};

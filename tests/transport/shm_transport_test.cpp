@@ -1,4 +1,5 @@
-// The shm transport across real processes: FIFO order, sizes, tags and full/empty states, lazy
+// The shm transport across real processes: FIFO order, sizes, tags and full/empty states, the
+// flagged LL and LL128 formats (every size, stale lines, mismatched formats), lazy
 // segment creation racing from both ends, abort and published calls, peers that exit (zombie
 // or reaped) versus peers that leave cleanly, the one-host check, a full /dev/shm, mismatched
 // FIFO shapes, and that no /dev/shm names are left behind.
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <ostream>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -28,9 +30,14 @@
 #include "transport/in_memory_store.h"
 #include "transport/shm/peer_liveness.h"
 #include "transport/shm/shm_bootstrap.h"
+#include "transport/shm/shm_fifo.h"
 #include "transport/shm/shm_transport.h"
 
 namespace chorus::transport {
+// Failures print the format's name.
+void PrintTo(LineFormat format, std::ostream* os) {
+  *os << lineFormatName(format);
+}
 namespace {
 
 using ::testing::HasSubstr;
@@ -455,6 +462,180 @@ TEST_F(ShmTransportTest, FullDevShmIsACommErrorNamingTheVariables) {
     EXPECT_THAT(e.what(), HasSubstr("--shm-size"));
   }
   EXPECT_EQ(child.join(), "");
+}
+
+// ---- Flagged formats (LL, LL128) ----------------------------------------------------------
+
+// Every message size a flagged format must carry: each of 0..1100 bytes, then odd and even
+// sizes around every power of two and a prime stride up to the format's largest message.
+std::vector<std::size_t> flaggedSizes(std::size_t cap) {
+  std::vector<std::size_t> sizes;
+  for (std::size_t b = 0; b <= 1100; ++b)
+    sizes.push_back(b);
+  for (std::size_t p = 2048; p <= cap; p *= 2)
+    for (std::size_t b : {p - 1, p, p + 1})
+      if (b <= cap) sizes.push_back(b);
+  for (std::size_t b = 1103; b <= cap; b += 997)
+    sizes.push_back(b);
+  return sizes;
+}
+
+std::size_t flaggedCap(LineFormat format) {
+  return format == LineFormat::ll ? kLlMaxMessageBytes : kLl128MaxMessageBytes;
+}
+
+// Sends `bytes` of message `i` on `fifo`, waiting up to 10 s for a slot.
+void sendMessage(Fifo& fifo, int i, std::size_t bytes) {
+  std::uint8_t* data = nullptr;
+  const auto deadline = Clock::now() + 10s;
+  while ((data = fifo.trySendSlot()) == nullptr) {
+    require(Clock::now() < deadline, fmt::format("a slot for message {}", i));
+    std::this_thread::yield();
+  }
+  for (std::size_t b = 0; b < bytes; ++b)
+    data[b] = messageByte(i, b);
+  fifo.commitSend(bytes, messageTag(i));
+}
+
+// Receives message `i` of `bytes` on `fifo` and checks size, tag and every byte.
+void receiveMessage(Fifo& fifo, int i, std::size_t bytes) {
+  RecvSlot slot;
+  const auto deadline = Clock::now() + 10s;
+  while (!fifo.tryRecvSlot(&slot)) {
+    require(Clock::now() < deadline, fmt::format("message {} ({} bytes) arrives", i, bytes));
+    std::this_thread::yield();
+  }
+  require(!slot.remote && !slot.delivered, fmt::format("message {} is in the slot", i));
+  require(slot.bytes == bytes, fmt::format("message {}: {} bytes, not {}", i, slot.bytes, bytes));
+  require(slot.tag == messageTag(i), fmt::format("tag of message {}", i));
+  for (std::size_t b = 0; b < bytes; ++b)
+    if (slot.data[b] != messageByte(i, b))
+      require(false, fmt::format("byte {} of message {} ({} bytes)", b, i, bytes));
+  fifo.releaseRecv();
+}
+
+class ShmFlaggedFifoTest : public ShmTransportTest,
+                           public ::testing::WithParamInterface<LineFormat> {};
+
+// Every size from 0 bytes to the format's largest message (8 KiB LL, 64 KiB LL128) crosses
+// processes intact, and big and small messages alternate in the same slots, so a slot's
+// previous, longer message is always there when a shorter one arrives.
+TEST_P(ShmFlaggedFifoTest, EverySizeRoundTripsAndSlotsAreReused) {
+  const LineFormat format = GetParam();
+  const std::vector<std::size_t> sizes = flaggedSizes(flaggedCap(format));
+  auto sizeOf = [&](int i) {  // each size once, and after each the largest message again
+    const auto k = static_cast<std::size_t>(i);
+    return k % 2 == 0 ? sizes[k / 2] : flaggedCap(format);
+  };
+  const int messages = static_cast<int>(sizes.size() * 2);
+  const FifoOptions shape{3, 64 << 10};
+  Child receiver([&] {
+    auto connections = connect(1, shape);
+    Fifo& fifo = connections->recvFifo(0, 0);
+    fifo.setLineFormat(format);
+    require(fifo.lineFormat() == format, "the shm FIFO takes the flagged format");
+    for (int i = 0; i < messages; ++i)
+      receiveMessage(fifo, i, sizeOf(i));
+  });
+  auto connections = connect(0, shape);
+  Fifo& fifo = connections->sendFifo(1, 0);
+  fifo.setLineFormat(format);
+  for (int i = 0; i < messages; ++i)
+    sendMessage(fifo, i, sizeOf(i));
+  EXPECT_EQ(receiver.join(), "");
+  EXPECT_EQ(connections->abortReason(), "");
+}
+
+// A slot still holding its previous message, flags and all, is not taken for the next one: the
+// flag is per use of the slot. The sender stages message 2 (slot 0 again) and the receiver
+// finds nothing until it is committed; then the format switches per message, as between calls.
+TEST_P(ShmFlaggedFifoTest, StaleLinesOfTheSlotsPreviousUseAreIgnored) {
+  const LineFormat format = GetParam();
+  const FifoOptions shape{2, 16 << 10};
+  Child receiver([&] {
+    auto connections = connect(1, shape);
+    Fifo& fifo = connections->recvFifo(0, 0);
+    fifo.setLineFormat(format);
+    receiveMessage(fifo, 0, 5000);
+    receiveMessage(fifo, 1, 3);
+    await("staged");
+    RecvSlot slot;
+    for (int poll = 0; poll < 1000; ++poll)
+      require(!fifo.tryRecvSlot(&slot), "slot 0's previous message is not taken for message 2");
+    signal("polled");
+    receiveMessage(fifo, 2, 4999);
+    fifo.setLineFormat(LineFormat::simple);
+    receiveMessage(fifo, 3, 100);
+    fifo.setLineFormat(format);
+    receiveMessage(fifo, 4, 7);
+  });
+  auto connections = connect(0, shape);
+  Fifo& fifo = connections->sendFifo(1, 0);
+  fifo.setLineFormat(format);
+  sendMessage(fifo, 0, 5000);
+  sendMessage(fifo, 1, 3);
+  std::uint8_t* data = nullptr;
+  ASSERT_TRUE(eventually([&] { return (data = fifo.trySendSlot()) != nullptr; }));
+  for (std::size_t b = 0; b < 4999; ++b)
+    data[b] = messageByte(2, b);
+  signal("staged");
+  await("polled");
+  fifo.commitSend(4999, messageTag(2));
+  fifo.setLineFormat(LineFormat::simple);
+  sendMessage(fifo, 3, 100);
+  fifo.setLineFormat(format);
+  sendMessage(fifo, 4, 7);
+  EXPECT_EQ(receiver.join(), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, ShmFlaggedFifoTest,
+                         ::testing::Values(LineFormat::ll, LineFormat::ll128),
+                         [](const auto& info) { return std::string(lineFormatName(info.param)); });
+
+// The LL flag of message n: never 0 (a line never written), distinct for 2^32 - 1 messages.
+TEST(ShmFifoLlFlag, NeverZeroAndWrapsAfter2To32Minus1Messages) {
+  EXPECT_EQ(ShmFifo::llFlag(1), 1u);
+  EXPECT_EQ(ShmFifo::llFlag(2), 2u);
+  EXPECT_EQ(ShmFifo::llFlag(0xffffffffull), 0xffffffffu);
+  EXPECT_EQ(ShmFifo::llFlag(0x100000000ull), 1u) << "wraps past 0";
+  for (std::uint64_t n = 0xfffffff0ull; n < 0x100000010ull; ++n) {
+    EXPECT_NE(ShmFifo::llFlag(n), 0u) << n;
+    EXPECT_NE(ShmFifo::llFlag(n), ShmFifo::llFlag(n + 1)) << n;
+  }
+}
+
+// Ends running different protocols get a CommError naming both formats and the fix, instead
+// of waiting for flags that never come: an LL message at a Simple receiver, and a Simple one at
+// an LL128 receiver.
+TEST_F(ShmTransportTest, MismatchedLineFormatsAreNamed) {
+  Child receiver([&] {
+    auto connections = connect(1);
+    Fifo& simple = connections->recvFifo(0, 0);
+    Fifo& flagged = connections->recvFifo(0, 1);
+    flagged.setLineFormat(LineFormat::ll128);
+    await("sent");
+    auto expectError = [](Fifo& fifo, const std::string& what) {
+      RecvSlot slot;
+      try {
+        for (int poll = 0; poll < 10000; ++poll)
+          fifo.tryRecvSlot(&slot);
+      } catch (const CommError& e) {
+        require(std::string(e.what()).find(what) != std::string::npos, e.what());
+        require(std::string(e.what()).find("same plan") != std::string::npos, e.what());
+        return;
+      }
+      require(false, "a message in another format is refused: " + what);
+    };
+    expectError(simple, "sent in the LL format but this end receives Simple");
+    expectError(flagged, "sent in the Simple format but this end receives LL128");
+  });
+  auto connections = connect(0);
+  Fifo& ll = connections->sendFifo(1, 0);
+  ll.setLineFormat(LineFormat::ll);
+  sendMessage(ll, 0, 8);
+  sendMessage(connections->sendFifo(1, 1), 0, 8);
+  signal("sent");
+  EXPECT_EQ(receiver.join(), "");
 }
 
 TEST_F(ShmTransportTest, MismatchedFifoShapesAreNamed) {

@@ -46,7 +46,10 @@ struct TuneArgs {
   double budgetSeconds = 0.05;
   int maxBatches = 10;
   std::string dtype = "float32";
-  std::vector<std::string> protocols = {"simple"};
+  // LL and LL128 only up to flaggedMax: they are latency protocols (seed 000 §6.1), their
+  // messages at most 8 KiB / 64 KiB; on shm their messages travel as flagged lines.
+  std::vector<std::string> protocols = {"simple", "ll", "ll128"};
+  std::string flaggedMax = "64K";
   std::vector<int> instances = {1};
   bool exploreParams = true;
   double tie = 0.05;
@@ -95,13 +98,14 @@ struct SweepResult {
 };
 
 // One out-of-place, checked sweep of `collective` with `config`; records of sizes that ran.
+// `maxBytes`: the sweep's largest size when not args.maxBytes.
 SweepResult runSweep(const TuneArgs& args, perf::Collective collective, const CommConfig& config,
-                     const std::string& algo) {
+                     const std::string& algo, const std::string& maxBytes = {}) {
   const auto type = runtime::parseDataType(args.dtype);
   perf::BenchArgs sweep;
   sweep.collective = std::string(perf::collectiveName(collective));
   sweep.minBytes = args.minBytes;
-  sweep.maxBytes = args.maxBytes;
+  sweep.maxBytes = maxBytes.empty() ? args.maxBytes : maxBytes;
   sweep.factor = args.factor;
   sweep.dtype = args.dtype;
   sweep.inplace = false;
@@ -151,7 +155,16 @@ std::vector<selection::CandidateMeasurements> measureCandidates(
     config.transport = args.transport;
     config.algo = fmt::format("{}={}", name, choice.describe());
     config.tuningFile = "off";
-    const SweepResult result = runSweep(args, collective, config, choice.describe());
+    std::string maxBytes = args.maxBytes;
+    if (choice.protocol != ir::Protocol::simple) {  // flagged protocols: small sizes only
+      const std::uint64_t cap = parseSize(args.flaggedMax);
+      if (cap < parseSize(args.minBytes)) {
+        ++done;
+        continue;
+      }
+      if (cap < parseSize(args.maxBytes)) maxBytes = args.flaggedMax;
+    }
+    const SweepResult result = runSweep(args, collective, config, choice.describe(), maxBytes);
     ++done;
     if (!result.ok) {
       progress.clear();
@@ -301,6 +314,11 @@ selection::CandidateGrid candidateGrid(const TuneArgs& args) {
     if (instances < 1 || instances > 32)
       throw OptionError(fmt::format("--instances {} is out of range; use 1..32", instances));
   grid.parameterValues = args.exploreParams;
+  try {
+    parseSize(args.flaggedMax);
+  } catch (const OptionError& error) {
+    throw OptionError(fmt::format("--flagged-max: {}", error.what()));
+  }
   return grid;
 }
 
@@ -338,11 +356,12 @@ std::string commandLineOf(const TuneArgs& args) {
     instances.push_back(std::to_string(count));
   return fmt::format(
       "chorus tune --ranks {} --transport {} --collectives {} -b {} -e {} -f {} --budget {} "
-      "--batches {} --dtype {} --protocols {} --instances {}{} --tie {} --verify-rounds {}",
+      "--batches {} --dtype {} --protocols {} --flagged-max {} --instances {}{} --tie {} "
+      "--verify-rounds {}",
       args.ranks, args.transport, fmt::join(args.collectives, ","), args.minBytes, args.maxBytes,
       args.factor, args.budgetSeconds, args.maxBatches, args.dtype, fmt::join(args.protocols, ","),
-      fmt::join(instances, ","), args.exploreParams ? "" : " --no-params", args.tie,
-      args.verifyRounds);
+      args.flaggedMax, fmt::join(instances, ","), args.exploreParams ? "" : " --no-params",
+      args.tie, args.verifyRounds);
 }
 
 ExitCode runTune(const TuneArgs& args, const std::string& commandLine) {
@@ -440,6 +459,10 @@ Command addTuneCommand(CLI::App& app) {
   command->add_option("--dtype", args->dtype, "Element type")->capture_default_str();
   command->add_option("--protocols", args->protocols, "Protocols to try: simple, ll, ll128")
       ->delimiter(',')
+      ->capture_default_str();
+  command
+      ->add_option("--flagged-max", args->flaggedMax,
+                   "Largest size at which LL and LL128 are tried (latency protocols)")
       ->capture_default_str();
   command->add_option("--instances", args->instances, "Instance counts to try, e.g. 1,2")
       ->delimiter(',')

@@ -3,6 +3,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -20,10 +21,34 @@ namespace chorus::transport {
 namespace {
 
 constexpr std::uint64_t kFifoMagic = 0x6f6669662d6d6873ull;  // "shm-fifo"
-constexpr std::uint32_t kFifoVersion = 4;
+constexpr std::uint32_t kFifoVersion = 5;
 constexpr std::size_t kPageBytes = 4096;
 // SlotMeta::bytes of a message by reference carries this flag.
 constexpr std::uint64_t kRemoteFlag = std::uint64_t{1} << 63;
+// SlotMeta::bytes of a flagged message carries its LineFormat in these bits (0: Simple), so a
+// receiver expecting another format can say so instead of waiting for flags that never come.
+constexpr int kFormatShift = 61;
+constexpr std::uint64_t kFormatMask = std::uint64_t{3} << kFormatShift;
+constexpr std::uint64_t kSizeMask = ~(kRemoteFlag | kFormatMask);
+
+// LL: 8-byte words of 4 data bytes (low half) and the 4-byte flag (high half), one store each.
+constexpr std::size_t kLlDataBytes = 4;
+// LL128: 64-byte lines, 56 data bytes then the 8-byte flag, stored last. 64 bytes, not NCCL's
+// 128, because 64 bytes is the x86 cache line: one line is one coherence transfer. On x86 (TSO:
+// Intel SDM vol. 3A §8.2.2, "writes are not reordered with other writes", "reads are not
+// reordered with other reads") plain stores in program order suffice for a reader that sees
+// the flag to see the 56 bytes before it; in C++ that is a release store of the flag and an
+// acquire load, which compile to plain movs there (and stay correct on weaker machines).
+constexpr std::size_t kLineBytes = 64;
+constexpr std::size_t kLl128DataBytes = 56;
+
+// Bytes of the flagged region holding one message of up to `cap` bytes (header included).
+std::size_t llRegionBytes(std::size_t cap) {
+  return roundUp((16 + cap + kLlDataBytes - 1) / kLlDataBytes * 8, kLineBytes);
+}
+std::size_t ll128RegionBytes(std::size_t cap) {
+  return (16 + cap + kLl128DataBytes - 1) / kLl128DataBytes * kLineBytes;
+}
 // The word a receiver reads from the sender's memory to prove it may (probeSender()).
 constexpr std::uint64_t kProbeMagic = 0x65626f72702d616dull;  // "ma-probe"
 const volatile std::uint64_t senderProbeWord = kProbeMagic;
@@ -86,9 +111,16 @@ ShmFifo::SlotMapping* ShmFifo::mappingsOf(std::uint8_t* segment, int slots) {
 
 namespace {
 
+// Segment tail: after the Simple payloads, `slots` LL regions, then `slots` LL128 regions.
 struct Geometry {
   std::size_t stride;
   std::size_t payloadOffset;
+  std::size_t llCap;
+  std::size_t ll128Cap;
+  std::size_t llStride;
+  std::size_t ll128Stride;
+  std::size_t llOffset;
+  std::size_t ll128Offset;
   std::size_t totalBytes;
 };
 
@@ -99,7 +131,13 @@ Geometry geometryOf(const FifoOptions& options) {
   g.stride = roundUp(options.slotBytes, kPageBytes);
   g.payloadOffset =
       roundUp(sizeof(Control) + slots * (sizeof(SlotMeta) + sizeof(SlotMapping)), kPageBytes);
-  g.totalBytes = g.payloadOffset + slots * g.stride;
+  g.llCap = std::min(options.slotBytes, kLlMaxMessageBytes);
+  g.ll128Cap = std::min(options.slotBytes, kLl128MaxMessageBytes);
+  g.llStride = llRegionBytes(g.llCap);
+  g.ll128Stride = ll128RegionBytes(g.ll128Cap);
+  g.llOffset = g.payloadOffset + slots * g.stride;
+  g.ll128Offset = g.llOffset + slots * g.llStride;
+  g.totalBytes = roundUp(g.ll128Offset + slots * g.ll128Stride, kPageBytes);
   return g;
 }
 
@@ -157,6 +195,12 @@ ShmFifo::ShmFifo(ShmSegment segment, const FifoOptions& options, const std::stri
   meta_ = reinterpret_cast<SlotMeta*>(segment_.data() + sizeof(Control));
   mappings_ = mappingsOf(segment_.data(), options.slots);
   payload_ = segment_.data() + g.payloadOffset;
+  llLines_ = segment_.data() + g.llOffset;
+  ll128Lines_ = segment_.data() + g.ll128Offset;
+  llStride_ = g.llStride;
+  ll128Stride_ = g.ll128Stride;
+  llCap_ = g.llCap;
+  ll128Cap_ = g.ll128Cap;
   slots_ = static_cast<std::uint64_t>(options.slots);
   slotBytes_ = options.slotBytes;
   stride_ = g.stride;
@@ -199,11 +243,12 @@ std::uint8_t* ShmFifo::trySendSlot() {
     cachedTail_ = control_->tail.load(std::memory_order_acquire);
     if (head_ - cachedTail_ >= slots_) return nullptr;
   }
+  if (format_ != LineFormat::simple) return stream() + kHeaderBytes;
   return payload_ + sendIndex_ * stride_;
 }
 
 bool ShmFifo::acceptsRemote(std::size_t bytes) const {
-  return singleCopyBytes_ != 0 && bytes >= singleCopyBytes_ &&
+  return format_ == LineFormat::simple && singleCopyBytes_ != 0 && bytes >= singleCopyBytes_ &&
          control_->remoteReadable.load(std::memory_order_acquire) == kRemoteReadable;
 }
 
@@ -319,6 +364,7 @@ const std::uint8_t* ShmFifo::remoteData(std::size_t offset, std::size_t bytes) {
 }
 
 void ShmFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
+  if (format_ != LineFormat::simple) return commitFlagged(bytes, tag);
   CHORUS_INTERNAL_ASSERT(bytes <= slotBytes_, "message larger than a FIFO slot");
   SlotMeta& meta = meta_[sendIndex_];
   meta.bytes = bytes;
@@ -331,10 +377,12 @@ void ShmFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
 
 bool ShmFifo::tryRecvSlot(RecvSlot* slot) {
   if (!probed_) probeSender();
+  if (format_ != LineFormat::simple) return tryRecvFlagged(slot);
   const SlotMeta& meta = meta_[recvIndex_];
   if (meta.sequence.load(std::memory_order_acquire) != tail_ + 1) return false;
+  if ((meta.bytes & kFormatMask) != 0) checkSentFormat(meta);
   slot->remote = (meta.bytes & kRemoteFlag) != 0;
-  slot->bytes = meta.bytes & ~kRemoteFlag;
+  slot->bytes = meta.bytes & kSizeMask;
   slot->tag = meta.tag;
   slot->data = slot->remote                 ? nullptr
                : meta.bytes <= kInlineBytes ? meta.inlined
@@ -343,9 +391,151 @@ bool ShmFifo::tryRecvSlot(RecvSlot* slot) {
 }
 
 void ShmFifo::releaseRecv() {
+  units_ = 0;
+  unitsTotal_ = 0;
   ++tail_;
   if (++recvIndex_ == slots_) recvIndex_ = 0;
   control_->tail.store(tail_, std::memory_order_release);
+}
+
+// ---- Flagged formats (LL, LL128) ----------------------------------------------------------------
+
+void ShmFifo::setLineFormat(LineFormat format) {
+  if (format == format_) return;
+  // A message partly decoded (by a call that failed) is read again from its start.
+  units_ = 0;
+  unitsTotal_ = 0;
+  format_ = format;
+  if (format != LineFormat::simple && staging_ == nullptr) {
+    // The stream, rounded up to whole words or lines (the encoder and decoder move whole
+    // units), after kStreamOffset, plus room to align the start to 64 bytes.
+    const std::size_t bytes =
+        kStreamOffset + kHeaderBytes + std::max(llCap_, ll128Cap_) + kLineBytes + kLineBytes;
+    stagingStorage_ = std::make_unique<std::uint8_t[]>(bytes);
+    staging_ = reinterpret_cast<std::uint8_t*>(
+        roundUp(reinterpret_cast<std::uintptr_t>(stagingStorage_.get()), kLineBytes));
+  }
+}
+
+// Algorithm (sender; the receiver mirrors it in tryRecvFlagged()):
+//  1. The staged stream is the 16-byte header (bytes, tag) and the payload trySendSlot() gave.
+//  2. LL: each 4 stream bytes go out as one 8-byte relaxed atomic store together with the flag
+//     llFlag(sequence): data and flag arrive together, so no ordering is needed at all.
+//     LL128: each 56 stream bytes are copied into a line, then its flag (the sequence) is
+//     stored with release ordering.
+//     Both go from the last unit to the first: the receiver polls the first unit, and finds
+//     the rest there too when it arrives (TSO keeps stores in order; elsewhere each unit's own
+//     flag is still checked). Front to back, a receiver polling from the front chases the
+//     writer, and a line can cross between the cores several times while it is written (on
+//     the 2-core VM the difference was within its noise: docs/performance.md, "LL and LL128
+//     on shm").
+//  3. The slot's metadata line gets the size and format (for mismatch reports only; the
+//     receiver does not read it while flags keep arriving).
+void ShmFifo::commitFlagged(std::size_t bytes, std::uint64_t tag) {
+  const std::size_t cap = format_ == LineFormat::ll ? llCap_ : ll128Cap_;
+  CHORUS_INTERNAL_ASSERT(bytes <= cap, "flagged message larger than its format carries");
+  std::uint8_t* const s = stream();
+  const std::uint64_t header[2] = {bytes, tag};
+  std::memcpy(s, header, kHeaderBytes);
+  const std::uint64_t sequence = head_ + 1;
+  if (format_ == LineFormat::ll) {
+    auto* words = reinterpret_cast<std::uint64_t*>(llLines_ + sendIndex_ * llStride_);
+    const std::uint64_t flag = std::uint64_t{llFlag(sequence)} << 32;
+    const std::size_t n = (kHeaderBytes + bytes + kLlDataBytes - 1) / kLlDataBytes;
+    for (std::size_t i = n; i-- > 0;) {
+      std::uint32_t data;
+      std::memcpy(&data, s + i * kLlDataBytes, kLlDataBytes);
+      std::atomic_ref<std::uint64_t>(words[i]).store(flag | data, std::memory_order_relaxed);
+    }
+  } else {
+    std::uint8_t* lines = ll128Lines_ + sendIndex_ * ll128Stride_;
+    const std::size_t n = (kHeaderBytes + bytes + kLl128DataBytes - 1) / kLl128DataBytes;
+    for (std::size_t i = n; i-- > 0;) {
+      std::uint8_t* line = lines + i * kLineBytes;
+      std::memcpy(line, s + i * kLl128DataBytes, kLl128DataBytes);
+      std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(line + kLl128DataBytes))
+          .store(sequence, std::memory_order_release);
+    }
+  }
+  SlotMeta& meta = meta_[sendIndex_];
+  meta.bytes = bytes | (std::uint64_t{static_cast<std::uint8_t>(format_)} << kFormatShift);
+  meta.tag = tag;
+  ++head_;
+  if (++sendIndex_ == slots_) sendIndex_ = 0;
+  meta.sequence.store(head_, std::memory_order_release);
+}
+
+bool ShmFifo::tryRecvFlagged(RecvSlot* slot) {
+  std::uint8_t* const s = stream();
+  const std::uint64_t sequence = tail_ + 1;
+  // Units of the header; the header says how many the message has.
+  const std::size_t unitBytes = format_ == LineFormat::ll ? kLlDataBytes : kLl128DataBytes;
+  const std::size_t headerUnits = (kHeaderBytes + unitBytes - 1) / unitBytes;
+  const std::size_t wanted = unitsTotal_ != 0 ? unitsTotal_ : headerUnits;
+  bool complete = true;
+  if (format_ == LineFormat::ll) {
+    auto* words = reinterpret_cast<std::uint64_t*>(llLines_ + recvIndex_ * llStride_);
+    const std::uint32_t flag = llFlag(sequence);
+    for (; units_ < wanted; ++units_) {
+      const std::uint64_t word =
+          std::atomic_ref<std::uint64_t>(words[units_]).load(std::memory_order_relaxed);
+      if (static_cast<std::uint32_t>(word >> 32) != flag) {
+        complete = false;
+        break;
+      }
+      const auto data = static_cast<std::uint32_t>(word);
+      std::memcpy(s + units_ * kLlDataBytes, &data, kLlDataBytes);
+    }
+  } else {
+    std::uint8_t* lines = ll128Lines_ + recvIndex_ * ll128Stride_;
+    for (; units_ < wanted; ++units_) {
+      const std::uint8_t* line = lines + units_ * kLineBytes;
+      if (std::atomic_ref<std::uint64_t>(
+              *reinterpret_cast<std::uint64_t*>(lines + units_ * kLineBytes + kLl128DataBytes))
+              .load(std::memory_order_acquire) != sequence) {
+        complete = false;
+        break;
+      }
+      std::memcpy(s + units_ * kLl128DataBytes, line, kLl128DataBytes);
+    }
+  }
+  if (!complete) {
+    // Now and then, whether the sender wrote this message in another format (its metadata
+    // line is written after the lines; reading it on every poll would pull it from the sender).
+    if ((++misses_ & 63) == 0 &&
+        meta_[recvIndex_].sequence.load(std::memory_order_acquire) == sequence)
+      checkSentFormat(meta_[recvIndex_]);
+    return false;
+  }
+  std::uint64_t header[2];
+  std::memcpy(header, s, kHeaderBytes);
+  if (unitsTotal_ == 0) {
+    const std::size_t cap = format_ == LineFormat::ll ? llCap_ : ll128Cap_;
+    if (header[0] > cap)
+      throw CommError(fmt::format(
+          "shm transport: message {} on {} says it holds {} bytes, more than an {} message "
+          "carries ({}); the peer runs another chorus build",
+          sequence, connection_, header[0], lineFormatName(format_), cap));
+    unitsTotal_ =
+        std::max<std::size_t>(headerUnits, (kHeaderBytes + header[0] + unitBytes - 1) / unitBytes);
+    if (units_ < unitsTotal_) return tryRecvFlagged(slot);  // the rest may be there already
+  }
+  slot->data = s + kHeaderBytes;
+  slot->bytes = header[0];
+  slot->tag = header[1];
+  slot->remote = false;
+  slot->delivered = false;
+  return true;
+}
+
+void ShmFifo::checkSentFormat(const SlotMeta& meta) const {
+  const auto sent = static_cast<LineFormat>((meta.bytes & kFormatMask) >> kFormatShift);
+  if (sent == format_) return;
+  throw CommError(fmt::format(
+      "shm transport: message {} on {} was sent in the {} format but this end receives {}; the "
+      "ranks run plans with different protocols: give every rank the same plan (the same "
+      "CHORUS_ALGO, plan files and protocol setting)",
+      tail_ + 1, connection_, lineFormatName(sent), lineFormatName(format_)));
 }
 
 }  // namespace chorus::transport

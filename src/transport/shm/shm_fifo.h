@@ -10,6 +10,13 @@
 // another pid namespace), every message is copied through the slots. A message in registered
 // memory (chorus::memAlloc) also names its allocation, which the receiver maps and reads with
 // plain loads (remoteData()); process_vm_readv remains the fallback.
+//
+// Flagged formats (LineFormat ll, ll128; the plan's protocol): each slot also has an LL region
+// and an LL128 region of its own (a region only ever holds lines of its format, so stale data of
+// another format is never read as a flag). The sender stages the message in private memory
+// (trySendSlot() returns that), and commitSend() writes it out as flagged words or lines; the
+// receiver polls the flags of the current slot's region, decoding into private memory as they
+// arrive, and tryRecvSlot() hands out the decoded message once the last flag has arrived.
 #pragma once
 
 #include <cstddef>
@@ -48,6 +55,15 @@ class ShmFifo final : public Fifo {
   void releaseRecv() override;
   std::size_t slotBytes() const override { return slotBytes_; }
   int slotCount() const override { return static_cast<int>(slots_); }
+  void setLineFormat(LineFormat format) override;
+  LineFormat lineFormat() const override { return format_; }
+
+  // The 4-byte LL flag of message number `sequence` (>= 1): never 0 (the value of a line never
+  // written), and equal for two messages only 2^32 - 1 messages apart, so a line left in a slot
+  // by an earlier use is never taken for the current one.
+  static std::uint32_t llFlag(std::uint64_t sequence) {
+    return static_cast<std::uint32_t>((sequence - 1) % 0xffffffffull) + 1;
+  }
 
   bool acceptsRemote(std::size_t bytes) const override;
   std::uint64_t commitRemote(const RemoteRegion& region, std::uint64_t tag) override;
@@ -68,6 +84,11 @@ class ShmFifo final : public Fifo {
   // The SlotMapping array of a segment laid out for `slots` slots.
   static SlotMapping* mappingsOf(std::uint8_t* segment, int slots);
   void probeSender();
+  void commitFlagged(std::size_t bytes, std::uint64_t tag);
+  bool tryRecvFlagged(RecvSlot* slot);
+  // Receiver: throws CommError if the current message was sent in another format than format_.
+  void checkSentFormat(const SlotMeta& meta) const;
+  std::uint8_t* stream() const { return staging_ + kStreamOffset; }
   std::uint8_t* payload(std::uint64_t index) const { return payload_ + index * stride_; }
 
   ShmSegment segment_;
@@ -86,6 +107,25 @@ class ShmFifo final : public Fifo {
   std::uint64_t sendIndex_ = 0;      // head_ % slots_
   std::uint64_t recvIndex_ = 0;      // tail_ % slots_
   std::size_t singleCopyBytes_ = 0;  // 0: never by reference
+  // Flagged formats: per slot, the LL and LL128 regions; the private staging buffer (sender:
+  // the message to encode; receiver: the message decoded so far), 64-byte aligned, where the
+  // stream (16-byte header: bytes, tag; then the payload) starts at kStreamOffset.
+  static constexpr std::size_t kStreamOffset = 48;
+  static constexpr std::size_t kHeaderBytes = 16;
+  LineFormat format_ = LineFormat::simple;
+  std::uint8_t* llLines_ = nullptr;
+  std::uint8_t* ll128Lines_ = nullptr;
+  std::size_t llStride_ = 0;
+  std::size_t ll128Stride_ = 0;
+  std::size_t llCap_ = 0;     // largest LL message
+  std::size_t ll128Cap_ = 0;  // largest LL128 message
+  std::unique_ptr<std::uint8_t[]> stagingStorage_;
+  std::uint8_t* staging_ = nullptr;
+  // Receiver: words (LL) or lines (LL128) of the current message decoded, how many it has (0
+  // until its header is decoded), and polls that found no new flag.
+  std::size_t units_ = 0;
+  std::size_t unitsTotal_ = 0;
+  std::uint32_t misses_ = 0;
   std::string connection_;
   // Receiver: the sender's pid once probeSender() has run (0 before).
   bool probed_ = false;
