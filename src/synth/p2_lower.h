@@ -1,12 +1,27 @@
 // Lowering of a synthesized P² reduction program (p2_program.h) to ONE chorus DSL program
-// (lang::Program): every step's group collectives become ring / chain chunk operations in a
-// single trace, so the compiler can pipeline across phases (seed 003 §4 lowers to a sequence
-// of library calls instead). The third stage of `chorus synth reduction`.
+// (lang::Program): every step's group collectives become ring / chain or tree chunk operations
+// in a single trace, so the compiler can pipeline across phases (seed 003 §4 lowers to a
+// sequence of XLA collectives, i.e. NCCL calls, instead). The third stage of `chorus synth
+// reduction`.
+//
+// Two lowerings, as seed 003 §4 runs every program "with both NCCL ring reduction and tree
+// reduction (Sanders et al., 2009), set by NCCL_ALGO" (Appendix A's Ring and Tree columns):
+//   ring: every group collective over a ring (or a chain for Reduce / Broadcast).
+//   tree: AllReduce = NCCL's double binary tree over the group (two complementary binary trees,
+//         half of the group's chunks each, reduce up then broadcast down; the trees of
+//         allreduce.double-binary-tree, algorithms/binary_trees.h); Reduce = reduce up a binary
+//         tree rooted at the group's first member; Broadcast = down that tree. ReduceScatter and
+//         AllGather stay ring: NCCL has no tree form of them (NCCL_ALGO=Tree only changes
+//         AllReduce), so under P²'s Tree setting they ran as NCCL rings too.
+//         Note: NCCL's own Reduce and Broadcast are ring (pipelined chain) only as well, so the
+//         tree Reduce / Broadcast here go beyond what P² measured under NCCL_ALGO=Tree; they
+//         are the binary-tree halves of NCCL's tree AllReduce.
 #pragma once
 
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chorus/lang.h"
@@ -23,18 +38,28 @@ namespace chorus::synth {
 std::shared_ptr<const ir::Collective> makeGroupReduction(int nranks, int chunkFactor,
                                                          std::vector<std::vector<int>> groups);
 
+// How group collectives are lowered (see the top of this file).
+enum class Lowering { ring, tree };
+std::string_view loweringName(Lowering lowering);  // "ring", "tree"
+// "ring" or "tree"; throws chorus::OptionError naming both.
+Lowering parseLowering(std::string_view name);
+
 struct LowerOptions {
   std::string name = "p2";
+  Lowering lowering = Lowering::ring;
   lang::ProgramOptions program;
   // The link matrix of one node of the target topology: every ring and chain visits its
   // group in orderRing(nodeLinks, members) order (ring_order.h), as NCCL orders a
-  // communicator's ring along NVLink. Empty: members in reduction-index order.
+  // communicator's ring along NVLink. Empty: members in reduction-index order. The tree
+  // lowering shapes its trees over the same list (as allreduce.double-binary-tree shapes them
+  // over rank order), so tree edges join members that are close in NCCL's ring order.
   LinkMatrix nodeLinks;
 };
 
 // Lowers `program` (valid on `hierarchy`) placed by `layout` to one DSL program on all of the
 // layout's devices, with chunk factor R·F (R = synthesis devices, F the least refinement that
-// lets every AllReduce group split its chunks evenly). Throws like placeProgram.
+// lets every AllReduce group split its chunks evenly: over its g members (ring) or over its
+// two trees (tree)). Throws like placeProgram.
 //
 // Algorithm:
 //  1. Place the program (placeProgram) and replay the seed 003 Figure 8 semantics on the whole
@@ -45,7 +70,10 @@ struct LowerOptions {
 //     ReduceScatter then ring AllGather; Reduce = a chain toward the first member;
 //     Broadcast = a chain from the first member (seed 000 §2's ring helpers, on chunk lists).
 //     Rings and chains visit the members in orderRing order (options.nodeLinks); each block
-//     still ends on, or starts from, the member it belongs to.
+//     still ends on, or starts from, the member it belongs to. With Lowering::tree, AllReduce,
+//     Reduce and Broadcast use the trees above over that order instead (AllReduce: the first
+//     half of the chunks on tree 0, the second half on tree 1, each chunk reduced up then
+//     broadcast down).
 //  3. The collective is makeGroupReduction(layout.groups); the trace checks its postcondition.
 std::unique_ptr<lang::Program> lowerProgram(const SynthesisHierarchy& hierarchy,
                                             const ReductionLayout& layout,
