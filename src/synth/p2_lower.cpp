@@ -75,6 +75,45 @@ std::vector<std::vector<int>> alongRing(const std::vector<int>& members,
   return out;
 }
 
+// NCCL's tree over a group (NCCL's graph search, src/graph/trees.cc / connect.cc): inside each
+// node a chain through the node's members in ring order from the first one (the node's head);
+// across nodes, a binary tree over the heads, nodes in ring order. `rooted`: the heads' tree is
+// shapeRootedBinaryTree (its root is ring[0], for Reduce / Broadcast); otherwise tree `which`
+// of the double binary tree (AllReduce). Member d is on node d / nodeSize; nodeSize 0 puts
+// every member on its own node (a flat binary tree over the ring order).
+algorithms::BinaryTree ncclTree(const std::vector<int>& ring, int nodeSize, bool rooted,
+                                int which) {
+  std::vector<std::vector<int>> nodes;  // members by node, nodes in ring order
+  std::vector<int> nodeOf;
+  for (int d : ring) {
+    const int node = nodeSize > 0 ? d / nodeSize : d;
+    const auto it = std::find(nodeOf.begin(), nodeOf.end(), node);
+    if (it == nodeOf.end()) {
+      nodeOf.push_back(node);
+      nodes.push_back({d});
+    } else {
+      nodes[ix(static_cast<int>(it - nodeOf.begin()))].push_back(d);
+    }
+  }
+  std::vector<int> heads;
+  for (const std::vector<int>& node : nodes)
+    heads.push_back(node.front());
+  algorithms::BinaryTree tree = rooted ? algorithms::shapeRootedBinaryTree(heads)
+                                       : algorithms::shapeDoubleBinaryTree(heads, which);
+  std::vector<int> headDepth(heads.size(), 0);
+  for (const algorithms::BinaryTreeEdge& e : tree.edges)
+    headDepth[ix(static_cast<int>(std::find(heads.begin(), heads.end(), e.child) -
+                                  heads.begin()))] = e.depth;
+  for (std::size_t n = 0; n < nodes.size(); ++n)
+    for (std::size_t i = 1; i < nodes[n].size(); ++i)
+      tree.edges.push_back({nodes[n][i - 1], nodes[n][i], headDepth[n] + static_cast<int>(i)});
+  std::sort(tree.edges.begin(), tree.edges.end(),
+            [](const algorithms::BinaryTreeEdge& a, const algorithms::BinaryTreeEdge& b) {
+              return a.depth != b.depth ? a.depth < b.depth : a.child < b.child;
+            });
+  return tree;
+}
+
 // Step 2 of lowerProgram for one group.
 void lowerGroup(lang::Program& p, Collective collective, const CollectiveGroup& group,
                 const StateContext& before, int factor, const LowerOptions& options) {
@@ -82,6 +121,7 @@ void lowerGroup(lang::Program& p, Collective collective, const CollectiveGroup& 
   const std::vector<int> ring = orderRing(options.nodeLinks, m);
   const std::vector<int> indices = expand(group.chunks, factor);
   const bool tree = options.lowering == Lowering::tree;
+  const int nodeSize = options.devicesPerNode > 0 ? options.devicesPerNode : options.nodeLinks.size;
   switch (collective) {
     case Collective::reduceScatter:  // ring in both lowerings: NCCL has no tree ReduceScatter
       ringReduceScatter(p, ring, alongRing(m, ring, evenBlocks(indices, m.size())));
@@ -98,7 +138,7 @@ void lowerGroup(lang::Program& p, Collective collective, const CollectiveGroup& 
         if (ring.size() < 2) break;
         const std::vector<std::vector<int>> halves = evenBlocks(indices, 2);
         for (int which = 0; which < 2; ++which) {
-          const algorithms::BinaryTree t = algorithms::shapeDoubleBinaryTree(ring, which);
+          const algorithms::BinaryTree t = ncclTree(ring, nodeSize, false, which);
           for (int index : halves[ix(which)]) {
             algorithms::reduceUpTree(p, t, index);
             algorithms::broadcastDownTree(p, t, index);
@@ -114,7 +154,7 @@ void lowerGroup(lang::Program& p, Collective collective, const CollectiveGroup& 
     }
     case Collective::reduce:  // toward ring[0] == m[0]
       if (tree) {
-        const algorithms::BinaryTree t = algorithms::shapeRootedBinaryTree(ring);
+        const algorithms::BinaryTree t = ncclTree(ring, nodeSize, true, 0);
         for (int index : indices)
           algorithms::reduceUpTree(p, t, index);
         break;
@@ -125,7 +165,7 @@ void lowerGroup(lang::Program& p, Collective collective, const CollectiveGroup& 
       break;
     case Collective::broadcast:  // from ring[0] == m[0]
       if (tree) {
-        const algorithms::BinaryTree t = algorithms::shapeRootedBinaryTree(ring);
+        const algorithms::BinaryTree t = ncclTree(ring, nodeSize, true, 0);
         for (int index : indices)
           algorithms::broadcastDownTree(p, t, index);
         break;

@@ -38,10 +38,12 @@ using testing_figures::figure2System;
 // Every test below runs under both lowerings.
 class P2LowerBoth : public ::testing::TestWithParam<Lowering> {
  protected:
-  LowerOptions lowerOptions(std::string name = "p2") const {
+  // devicesPerNode: the tree lowering's intra-node chains (Figure 2: 8 GPUs per server).
+  LowerOptions lowerOptions(std::string name = "p2", int devicesPerNode = 8) const {
     LowerOptions options;
     options.name = std::move(name);
     options.lowering = GetParam();
+    options.devicesPerNode = devicesPerNode;
     return options;
   }
 };
@@ -96,7 +98,7 @@ TEST_P(P2LowerBoth, WholeSystemReductionsRunExactlyOnThreads) {
   ASSERT_EQ(c.programs.size(), 47u);
   for (const ReductionProgram& p : c.programs) {
     SCOPED_TRACE(formatProgram(c.hierarchy, p));
-    const auto lowered = lowerProgram(c.hierarchy, c.layout, p, lowerOptions("p2-test"));
+    const auto lowered = lowerProgram(c.hierarchy, c.layout, p, lowerOptions("p2-test", 4));
     ASSERT_EQ(lowered->collective().name(), "allreduce");
     ASSERT_EQ(violationsOf(*lowered), "");
     const ir::Algorithm algorithm = compiler::compileProgram(lowered->dag()).algorithm;
@@ -139,6 +141,7 @@ TEST(P2Lower, TreeBeatsRingWhenLatencyDominates) {
   for (Lowering lowering : {Lowering::ring, Lowering::tree}) {
     LowerOptions options;
     options.lowering = lowering;
+    options.devicesPerNode = topology.node.devices;  // NCCL's tree: chains inside the nodes
     const auto lowered = lowerProgram(c.hierarchy, c.layout, allReduce, options);
     seconds[lowering == Lowering::tree ? 1 : 0] =
         sim::simulate(compiler::compileProgram(lowered->dag()).algorithm, fabric, sim).seconds;

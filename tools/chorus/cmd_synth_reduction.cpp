@@ -91,6 +91,7 @@ struct ReductionArgs {
   std::string lowering = "both";           // --lowering: "ring", "tree" or "both"
   std::vector<synth::Lowering> lowerings;  // derived in runReduction from --lowering
   synth::LinkMatrix nodeLinks;             // derived in runReduction from --ring-order
+  int devicesPerNode = 0;  // the topology's, for the tree lowering's intra-node chains
 };
 
 // One simulated program of one placement.
@@ -144,6 +145,7 @@ ir::Algorithm compileLowered(const ReductionArgs& args, const synth::PlacementCa
   lowerOptions.name = name;
   lowerOptions.lowering = lowering;
   lowerOptions.nodeLinks = args.nodeLinks;
+  lowerOptions.devicesPerNode = args.devicesPerNode;
   lowerOptions.program.instances = instances;
   const auto lowered =
       synth::lowerProgram(candidate.hierarchy, candidate.layout, program, lowerOptions);
@@ -372,6 +374,7 @@ ExitCode runReduction(const ReductionArgs& given) {
     args.lowerings.push_back(synth::Lowering::ring);
   if (args.lowering == "tree" || args.lowering == "both")
     args.lowerings.push_back(synth::Lowering::tree);
+  args.devicesPerNode = topology.node.devices;
   if (args.ringOrder == "topology" && topology.node.devices > 1)
     args.nodeLinks = synth::linkMatrixFromTopology(topology::withNodes(topology, 1));
   const synth::SystemHierarchy system = synth::systemHierarchyOf(topology, topology.nodes);
