@@ -59,10 +59,14 @@ TEST_P(P2LowerBoth, EveryProgramOfFigure2PlacementsMeetsItsPostcondition) {
          synthesizeReductions(figure2System(), std::vector<int>{4, 4}, reduce)) {
       for (const ReductionProgram& p : c.programs) {
         SCOPED_TRACE(formatMatrix(c.matrix) + " " + formatProgram(c.hierarchy, p));
-        const auto lowered = lowerProgram(c.hierarchy, c.layout, p, lowerOptions());
-        EXPECT_EQ(lowered->nranks(), 16);
-        EXPECT_THAT(lowered->collective().name(), StartsWith("group-reduction:"));
-        EXPECT_EQ(violationsOf(*lowered), "");
+        // 8 devices per node: NCCL's tree (chains in a server); 0: flat trees over the ring.
+        for (int devicesPerNode : {8, 0}) {
+          const auto lowered =
+              lowerProgram(c.hierarchy, c.layout, p, lowerOptions("p2", devicesPerNode));
+          EXPECT_EQ(lowered->nranks(), 16);
+          EXPECT_THAT(lowered->collective().name(), StartsWith("group-reduction:"));
+          EXPECT_EQ(violationsOf(*lowered), "");
+        }
       }
     }
   }
