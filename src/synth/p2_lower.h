@@ -11,7 +11,8 @@
 //         in ring order; across nodes a binary tree over the nodes' first members (the trees
 //         of allreduce.double-binary-tree, algorithms/binary_trees.h). AllReduce = the double
 //         binary tree: two such trees (tree 1's node tree is tree 0's shifted by one node),
-//         half of the group's chunks each, reduce up then broadcast down. Reduce = reduce up
+//         half of the group's chunks each, reduce up then broadcast down (a group inside
+//         one node: both halves go along its chain, as NCCL's tree does). Reduce = reduce up
 //         the tree whose node tree is rooted at the group's first member (shapeRootedBinary-
 //         Tree: one child at the root, as NCCL's ncclGetBtree); Broadcast = down that tree.
 //         ReduceScatter and AllGather stay ring: NCCL has no tree form of them
