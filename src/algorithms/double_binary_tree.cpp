@@ -25,71 +25,31 @@
 //                0   2 4   7                     1   3 5   0
 //                         /                                /
 //                        6                                7
-#include <algorithm>
 #include <numeric>
 #include <vector>
 
+#include "algorithms/binary_trees.h"
 #include "algorithms/families.h"
 
 namespace chorus::algorithms {
 namespace {
 
-struct BinaryTree {
-  std::vector<int> parent;  // by rank; -1 for the root
-  std::vector<int> depth;   // by rank; 0 for the root
-};
-
-// Shapes the subtree over positions [lo, hi) of `order` below `parentRank` (step 1 above).
-void shapeSubtree(const std::vector<int>& order, int lo, int hi, int parentRank, int depth,
-                  BinaryTree& tree) {
-  if (lo >= hi) return;
-  int mid = lo + (hi - lo - 1) / 2;
-  if (hi - lo > 1 && mid % 2 == 0) mid = mid + 1 < hi ? mid + 1 : mid - 1;
-  const int rank = order[static_cast<std::size_t>(mid)];
-  tree.parent[static_cast<std::size_t>(rank)] = parentRank;
-  tree.depth[static_cast<std::size_t>(rank)] = depth;
-  shapeSubtree(order, lo, mid, rank, depth + 1, tree);
-  shapeSubtree(order, mid + 1, hi, rank, depth + 1, tree);
-}
-
-// Tree `which` (0 or 1) of the pair over `size` ranks (step 2 above).
-BinaryTree shapeTree(int size, int which) {
-  std::vector<int> order(static_cast<std::size_t>(size));
-  for (int i = 0; i < size; ++i)
-    order[static_cast<std::size_t>(i)] = (i + which) % size;
-  BinaryTree tree{std::vector<int>(order.size(), -1), std::vector<int>(order.size(), 0)};
-  shapeSubtree(order, 0, size, -1, 0, tree);
-  return tree;
-}
-
+// Steps 1-3 above; the tree shapes and the reduce / broadcast passes are binary_trees.h's.
 std::unique_ptr<lang::Program> buildAllReduceDoubleBinaryTree(const std::string& name,
                                                               const BuildArgs& args) {
   const int size = args.ranks;
   const int pieces = args.param("pipeline");
   auto program = std::make_unique<lang::Program>(name, lang::allReduce(size, 2 * pieces, true),
                                                  args.programOptions);
+  std::vector<int> ranks(static_cast<std::size_t>(size));
+  std::iota(ranks.begin(), ranks.end(), 0);
   for (int which = 0; which < 2; ++which) {
-    const BinaryTree tree = shapeTree(size, which);
-    std::vector<int> shallowFirst(static_cast<std::size_t>(size));
-    std::iota(shallowFirst.begin(), shallowFirst.end(), 0);
-    std::stable_sort(shallowFirst.begin(), shallowFirst.end(), [&](int a, int b) {
-      return tree.depth[static_cast<std::size_t>(a)] < tree.depth[static_cast<std::size_t>(b)];
-    });
+    const BinaryTree tree = shapeDoubleBinaryTree(ranks, which);
     const lang::OpOptions onTree{.channel = which};
     for (int piece = 0; piece < pieces; ++piece) {
       const int index = which * pieces + piece;
-      for (auto it = shallowFirst.rbegin(); it != shallowFirst.rend(); ++it) {
-        const int up = tree.parent[static_cast<std::size_t>(*it)];
-        if (up < 0) continue;
-        program->chunk(up, lang::Buffer::input, index)
-            .reduce(program->chunk(*it, lang::Buffer::input, index), onTree);
-      }
-      for (const int rank : shallowFirst) {
-        const int up = tree.parent[static_cast<std::size_t>(rank)];
-        if (up < 0) continue;
-        program->chunk(up, lang::Buffer::input, index)
-            .copy(rank, lang::Buffer::input, index, onTree);
-      }
+      reduceUpTree(*program, tree, index, onTree);
+      broadcastDownTree(*program, tree, index, onTree);
     }
   }
   return program;

@@ -13,10 +13,15 @@
 //      runs any collective on a fixed number of channels/SMs): compiled once with one
 //      instance to count its threadblocks t, then with floor(budget / t) instances. A fixed
 //      --instances replicates every program alike instead.
+//      --lowering both (the default) lowers every program twice, to NCCL Ring and to NCCL Tree
+//      (p2_lower.h; seed 003 §4 runs each program under both NCCL_ALGO settings, Appendix A's
+//      Ring and Tree columns), and ranks the two as separate candidates.
 //   3. The baseline of a placement is its one-instruction program (root, InsideGroup,
-//      AllReduce): one AllReduce over each reduction group. Speedup = baseline / program.
-//      Every ring, the baseline's included, follows the topology's fastest links
-//      (ring_order.h, --ring-order topology) as NCCL's ring search would.
+//      AllReduce): one AllReduce over each reduction group, in the faster of the lowerings
+//      given (NCCL's tuner picks ring or tree for its AllReduce by predicted time).
+//      Speedup = baseline / program. Every ring, the baseline's included, follows the
+//      topology's fastest links (ring_order.h, --ring-order topology) as NCCL's ring search
+//      would; the trees are shaped over the same order.
 //   4. --run K measures the K fastest programs and their placements' single AllReduce on this
 //      host (host_timing.h: one process per device over shm, exact results checked).
 //   5. --emit compiles the --top best programs of all placements again with the verifier on
@@ -81,15 +86,19 @@ struct ReductionArgs {
   int run = 0;          // programs to measure on this host
   double budget = 0.2;  // seconds of timed calls per measured program
   bool quiet = false;
-  ir::MscclWriteOptions xml;           // for --emit
-  std::string ringOrder = "topology";  // --ring-order: "topology" or "rank"
-  synth::LinkMatrix nodeLinks;         // derived in runReduction from --ring-order
+  ir::MscclWriteOptions xml;               // for --emit
+  std::string ringOrder = "topology";      // --ring-order: "topology" or "rank"
+  std::string lowering = "both";           // --lowering: "ring", "tree" or "both"
+  std::vector<synth::Lowering> lowerings;  // derived in runReduction from --lowering
+  synth::LinkMatrix nodeLinks;             // derived in runReduction from --ring-order
+  int devicesPerNode = 0;  // the topology's, for the tree lowering's intra-node chains
 };
 
 // One simulated program of one placement.
 struct Scored {
   int placement = 0;
   int program = 0;  // index in the placement's programs
+  synth::Lowering lowering = synth::Lowering::ring;
   std::string text;
   double seconds = 0;
   double speedup = 0;                  // baseline / seconds
@@ -103,11 +112,13 @@ struct PlacementResult {
   std::string matrix;
   std::string hierarchy;
   double baselineSeconds = 0;
-  int baselineProgram = -1;      // the single AllReduce's index in the placement's programs
-  std::vector<Scored> programs;  // fastest first
+  int baselineProgram = -1;  // the single AllReduce's index in the placement's programs
+  synth::Lowering baselineLowering = synth::Lowering::ring;  // its faster lowering
+  std::vector<Scored> programs;  // fastest first; one entry per program and lowering
   Scored& baseline() {
-    const auto it = std::find_if(programs.begin(), programs.end(),
-                                 [&](const Scored& s) { return s.program == baselineProgram; });
+    const auto it = std::find_if(programs.begin(), programs.end(), [&](const Scored& s) {
+      return s.program == baselineProgram && s.lowering == baselineLowering;
+    });
     CHORUS_INTERNAL_ASSERT(it != programs.end(),
                            "every placement's programs include the single AllReduce");
     return *it;
@@ -121,13 +132,20 @@ bool isSingleAllReduce(const synth::ReductionProgram& program) {
          program.instructions[0].form.kind == synth::FormKind::insideGroup;
 }
 
+// The file and algorithm name of program `k` of placement `p` in `lowering`.
+std::string loweredName(int p, int k, synth::Lowering lowering) {
+  return fmt::format("p2-m{}-{}-{}", p, k, synth::loweringName(lowering));
+}
+
 ir::Algorithm compileLowered(const ReductionArgs& args, const synth::PlacementCandidate& candidate,
-                             const synth::ReductionProgram& program, const std::string& name,
-                             int instances, bool verify) {
+                             const synth::ReductionProgram& program, synth::Lowering lowering,
+                             const std::string& name, int instances, bool verify) {
   CHORUS_INTERNAL_ASSERT(instances >= 1, "a program is compiled with at least one instance");
   synth::LowerOptions lowerOptions;
   lowerOptions.name = name;
+  lowerOptions.lowering = lowering;
   lowerOptions.nodeLinks = args.nodeLinks;
+  lowerOptions.devicesPerNode = args.devicesPerNode;
   lowerOptions.program.instances = instances;
   const auto lowered =
       synth::lowerProgram(candidate.hierarchy, candidate.layout, program, lowerOptions);
@@ -152,14 +170,15 @@ struct Compiled {
 // Compiles with args.instances, or with as many instances as fit args.threadblocks per device
 // (at least one).
 Compiled compileWithinBudget(const ReductionArgs& args, const synth::PlacementCandidate& candidate,
-                             const synth::ReductionProgram& program, const std::string& name,
-                             bool verify) {
+                             const synth::ReductionProgram& program, synth::Lowering lowering,
+                             const std::string& name, bool verify) {
   if (args.instancesGiven)
-    return {compileLowered(args, candidate, program, name, args.instances, verify), args.instances};
-  Compiled one{compileLowered(args, candidate, program, name, 1, verify), 1};
+    return {compileLowered(args, candidate, program, lowering, name, args.instances, verify),
+            args.instances};
+  Compiled one{compileLowered(args, candidate, program, lowering, name, 1, verify), 1};
   const int fit = std::min(kMaxInstances, args.threadblocks / maxThreadblocks(one.algorithm));
   if (fit <= 1) return one;
-  return {compileLowered(args, candidate, program, name, fit, verify), fit};
+  return {compileLowered(args, candidate, program, lowering, name, fit, verify), fit};
 }
 
 // The tbs column: threadblocks per device, starred when one instance already exceeds the budget.
@@ -188,6 +207,11 @@ void checkArgs(const ReductionArgs& args) {
         "--ring-order {} is not known; use topology (NCCL-like rings along the fastest links) "
         "or rank",
         args.ringOrder));
+  if (args.lowering != "ring" && args.lowering != "tree" && args.lowering != "both")
+    throw OptionError(fmt::format(
+        "--lowering {} is not known; use ring (NCCL Ring), tree (NCCL Tree: double binary tree "
+        "AllReduce) or both (rank every program in each)",
+        args.lowering));
   if (args.sizeLimit < 1) throw OptionError("--size-limit must be at least 1");
   if (args.run < 0) throw OptionError("--run must be 0 (no measuring) or more programs");
   if (!(args.budget > 0))
@@ -237,10 +261,9 @@ void measureFastest(const ReductionArgs& args, std::uint64_t bytes,
   for (Scored* s : chosen) {
     progress.show(++done, fmt::format("measuring placement {}: {}", s->placement, s->text));
     const synth::PlacementCandidate& c = candidates[static_cast<std::size_t>(s->placement)];
-    const ir::Algorithm algorithm =
-        compileLowered(args, c, c.programs[static_cast<std::size_t>(s->program)],
-                       fmt::format("p2-m{}-{}", s->placement, s->program), s->instances,
-                       /*verify=*/false);
+    const ir::Algorithm algorithm = compileLowered(
+        args, c, c.programs[static_cast<std::size_t>(s->program)], s->lowering,
+        loweredName(s->placement, s->program, s->lowering), s->instances, /*verify=*/false);
     s->measured = timeOnHost(algorithm, bytes, args.budget);
   }
 }
@@ -281,17 +304,17 @@ bool printMeasured(std::FILE* out, const ReductionArgs& args, const topology::To
                "note: the predictions are for {}; measure with --topology local (after `chorus "
                "topology detect`) to compare them with this host\n",
                topology.name);
-  fmt::print(out, "{:>3}  {:>12} {:>12} {:>9} {:>9}  {}\n", "#", "predicted", "measured", "pred. x",
-             "meas. x", "program");
+  fmt::print(out, "{:>3}  {:>12} {:>12} {:>9} {:>9}  {:<4}  {}\n", "#", "predicted", "measured",
+             "pred. x", "meas. x", "low.", "program");
   bool allCorrect = true;
   for (const Scored* s : byPredictedTime(results)) {
     if (!s->measured) continue;
     const Scored& baseline = results[static_cast<std::size_t>(s->placement)].baseline();
     const HostTiming& m = *s->measured;
     allCorrect = allCorrect && m.correct;
-    fmt::print(out, "{:>3}  {:>12} {:>12} {:>8.2f}x {:>8.2f}x  {}{}\n", s->placement,
+    fmt::print(out, "{:>3}  {:>12} {:>12} {:>8.2f}x {:>8.2f}x  {:<4}  {}{}\n", s->placement,
                seconds(s->seconds), seconds(m.seconds), s->speedup,
-               baseline.measured->seconds / m.seconds, s->text,
+               baseline.measured->seconds / m.seconds, synth::loweringName(s->lowering), s->text,
                m.correct ? "" : "  WRONG: " + m.firstWrong);
   }
   printTopKF1(out, results);
@@ -307,19 +330,23 @@ void writeJson(const ReductionArgs& args, const synth::SystemHierarchy& system, 
   json["axes"] = args.axes;
   json["reduce"] = args.reduce;
   json["bytes"] = bytes;
+  json["lowering"] = args.lowering;
   json["candidates"] = Json::array();
   for (std::size_t p = 0; p < results.size(); ++p) {
     for (const Scored& s : results[p].programs) {
-      json["candidates"].push_back({{"placement", p},
-                                    {"matrix", matrixRows(candidates[p].matrix)},
-                                    {"hierarchy", results[p].hierarchy},
-                                    {"program", s.text},
-                                    {"seconds", s.seconds},
-                                    {"allreduce_seconds", results[p].baselineSeconds},
-                                    {"speedup", s.speedup},
-                                    {"steps", s.steps},
-                                    {"instances", s.instances},
-                                    {"threadblocks", s.threadblocks}});
+      json["candidates"].push_back(
+          {{"placement", p},
+           {"matrix", matrixRows(candidates[p].matrix)},
+           {"hierarchy", results[p].hierarchy},
+           {"program", s.text},
+           {"lowering", synth::loweringName(s.lowering)},
+           {"seconds", s.seconds},
+           {"allreduce_seconds", results[p].baselineSeconds},
+           {"allreduce_lowering", synth::loweringName(results[p].baselineLowering)},
+           {"speedup", s.speedup},
+           {"steps", s.steps},
+           {"instances", s.instances},
+           {"threadblocks", s.threadblocks}});
       if (s.measured) {
         Json& candidate = json["candidates"].back();
         candidate["measured_seconds"] = s.measured->seconds;
@@ -343,6 +370,11 @@ ExitCode runReduction(const ReductionArgs& given) {
   const topology::Topology topology = topology::loadTopology(given.topology, given.nodes);
   ReductionArgs args = given;
   if (!args.threadblocksGiven) args.threadblocks = defaultThreadblocks(topology);
+  if (args.lowering == "ring" || args.lowering == "both")
+    args.lowerings.push_back(synth::Lowering::ring);
+  if (args.lowering == "tree" || args.lowering == "both")
+    args.lowerings.push_back(synth::Lowering::tree);
+  args.devicesPerNode = topology.node.devices;
   if (args.ringOrder == "topology" && topology.node.devices > 1)
     args.nodeLinks = synth::linkMatrixFromTopology(topology::withNodes(topology, 1));
   const synth::SystemHierarchy system = synth::systemHierarchyOf(topology, topology.nodes);
@@ -355,8 +387,9 @@ ExitCode runReduction(const ReductionArgs& given) {
   int total = 0;
   for (const auto& c : candidates)
     total += static_cast<int>(c.programs.size());
+  const int lowered = total * static_cast<int>(args.lowerings.size());
 
-  perf::Progress progress(!args.quiet, total);
+  perf::Progress progress(!args.quiet, lowered);
   std::vector<PlacementResult> results;
   int done = 0;
   for (std::size_t p = 0; p < candidates.size(); ++p) {
@@ -366,26 +399,33 @@ ExitCode runReduction(const ReductionArgs& given) {
     result.hierarchy = synth::formatSynthesisHierarchy(c.hierarchy);
     for (std::size_t k = 0; k < c.programs.size(); ++k) {
       const std::string text = synth::formatProgram(c.hierarchy, c.programs[k]);
-      progress.show(++done, fmt::format("placement {} of {}: {}", p + 1, candidates.size(), text));
-      const Compiled compiled =
-          compileWithinBudget(args, c, c.programs[k], fmt::format("p2-m{}-{}", p, k),
-                              /*verify=*/false);
-      const ir::Algorithm& algorithm = compiled.algorithm;
-      sim::SimOptions options;
-      options.bytes = bytes;
-      Scored scored;
-      scored.placement = static_cast<int>(p);
-      scored.program = static_cast<int>(k);
-      scored.text = text;
-      scored.seconds = sim::simulate(algorithm, fabric, options).seconds;
-      scored.steps = static_cast<int>(ir::stepCount(algorithm));
-      scored.instances = compiled.instances;
-      scored.threadblocks = maxThreadblocks(algorithm);
-      if (isSingleAllReduce(c.programs[k])) {
-        result.baselineSeconds = scored.seconds;
-        result.baselineProgram = static_cast<int>(k);
+      for (const synth::Lowering lowering : args.lowerings) {
+        progress.show(++done, fmt::format("placement {} of {}: {} ({})", p + 1, candidates.size(),
+                                          text, synth::loweringName(lowering)));
+        const Compiled compiled = compileWithinBudget(
+            args, c, c.programs[k], lowering,
+            loweredName(static_cast<int>(p), static_cast<int>(k), lowering), /*verify=*/false);
+        const ir::Algorithm& algorithm = compiled.algorithm;
+        sim::SimOptions options;
+        options.bytes = bytes;
+        Scored scored;
+        scored.placement = static_cast<int>(p);
+        scored.program = static_cast<int>(k);
+        scored.lowering = lowering;
+        scored.text = text;
+        scored.seconds = sim::simulate(algorithm, fabric, options).seconds;
+        scored.steps = static_cast<int>(ir::stepCount(algorithm));
+        scored.instances = compiled.instances;
+        scored.threadblocks = maxThreadblocks(algorithm);
+        // The baseline: the single AllReduce in its faster lowering (ties: the first given).
+        if (isSingleAllReduce(c.programs[k]) &&
+            (result.baselineProgram < 0 || scored.seconds < result.baselineSeconds)) {
+          result.baselineSeconds = scored.seconds;
+          result.baselineProgram = static_cast<int>(k);
+          result.baselineLowering = lowering;
+        }
+        result.programs.push_back(std::move(scored));
       }
-      result.programs.push_back(std::move(scored));
     }
     CHORUS_INTERNAL_ASSERT(result.baselineSeconds > 0,
                            "every placement's programs include the single AllReduce");
@@ -409,6 +449,12 @@ ExitCode runReduction(const ReductionArgs& given) {
              args.nodeLinks.size > 0
                  ? "along the fastest links of a node, as NCCL orders them (--ring-order topology)"
                  : "in rank order (--ring-order rank)");
+  fmt::print(out, "lowering: {}\n",
+             args.lowering == "both"
+                 ? "every program to NCCL Ring and to NCCL Tree, ranked together; the AllReduce "
+                   "baseline in the faster of the two (--lowering both)"
+                 : fmt::format("every program to NCCL {} (--lowering {})",
+                               args.lowering == "tree" ? "Tree" : "Ring", args.lowering));
   if (args.instancesGiven)
     fmt::print(out, "every program on {} instance{}\n", args.instances,
                args.instances == 1 ? "" : "s");
@@ -418,9 +464,9 @@ ExitCode runReduction(const ReductionArgs& given) {
                "threadblocks of one instance)\n",
                args.threadblocks);
   fmt::print(out,
-             "{} placements, {} valid programs (size <= {}), lowered, compiled and simulated in "
-             "{:.1f} s\n\n",
-             candidates.size(), total, args.sizeLimit, elapsed);
+             "{} placements, {} valid programs (size <= {}), {} lowered, compiled and simulated "
+             "in {:.1f} s\n\n",
+             candidates.size(), total, args.sizeLimit, lowered, elapsed);
   if (results.empty()) return ExitCode::ok;
 
   // Placements by their single AllReduce, fastest first (seed 003 §5: placement matters).
@@ -430,20 +476,23 @@ ExitCode runReduction(const ReductionArgs& given) {
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return results[a].baselineSeconds < results[b].baselineSeconds;
   });
-  fmt::print(out, "{:>3}  {:<28} {:>14} {:>14} {:>8} {:>4}  {}\n", "#", "parallelism matrix",
-             "AllReduce", "best", "speedup", "tbs", "best program");
+  fmt::print(out, "{:>3}  {:<28} {:>19} {:>14} {:>8} {:>4}  {:<4}  {}\n", "#", "parallelism matrix",
+             "AllReduce", "best", "speedup", "tbs", "low.", "best program");
   bool starred = false;
   for (std::size_t i : order) {
     const PlacementResult& r = results[i];
     const Scored& best = r.programs.front();
-    fmt::print(out, "{:>3}  {:<28} {:>14} {:>14} {:>7.2f}x {:>4}  {}\n", i, r.matrix,
-               seconds(r.baselineSeconds), seconds(best.seconds), best.speedup,
-               threadblockCell(args, best), best.text);
+    fmt::print(
+        out, "{:>3}  {:<28} {:>19} {:>14} {:>7.2f}x {:>4}  {:<4}  {}\n", i, r.matrix,
+        fmt::format("{} {}", seconds(r.baselineSeconds), synth::loweringName(r.baselineLowering)),
+        seconds(best.seconds), best.speedup, threadblockCell(args, best),
+        synth::loweringName(best.lowering), best.text);
     starred = starred || threadblockCell(args, best).ends_with('*');
     for (std::size_t k = 1; k < r.programs.size() && k < static_cast<std::size_t>(args.top); ++k) {
       const Scored& s = r.programs[k];
-      fmt::print(out, "{:>3}  {:<28} {:>14} {:>14} {:>7.2f}x {:>4}  {}\n", "", "", "",
-                 seconds(s.seconds), s.speedup, threadblockCell(args, s), s.text);
+      fmt::print(out, "{:>3}  {:<28} {:>19} {:>14} {:>7.2f}x {:>4}  {:<4}  {}\n", "", "", "",
+                 seconds(s.seconds), s.speedup, threadblockCell(args, s),
+                 synth::loweringName(s.lowering), s.text);
       starred = starred || threadblockCell(args, s).ends_with('*');
     }
   }
@@ -475,14 +524,15 @@ ExitCode runReduction(const ReductionArgs& given) {
           fmt::format("cannot create --emit directory {}: {}", args.emit, error.message()));
     for (std::size_t i = 0; i < all.size() && i < static_cast<std::size_t>(args.top); ++i) {
       const Scored& s = *all[i];
-      const std::string name = fmt::format("p2-m{}-{}", s.placement, s.program);
+      const std::string name = loweredName(s.placement, s.program, s.lowering);
       const synth::PlacementCandidate& c = candidates[static_cast<std::size_t>(s.placement)];
       const ir::Algorithm algorithm =
-          compileLowered(args, c, c.programs[static_cast<std::size_t>(s.program)], name,
+          compileLowered(args, c, c.programs[static_cast<std::size_t>(s.program)], s.lowering, name,
                          s.instances, /*verify=*/true);
       const std::string path = (std::filesystem::path(args.emit) / (name + ".xml")).string();
       writeTextOutput(path, ir::writeAlgorithm(algorithm, ir::Format::xml, args.xml));
-      fmt::print(out, "wrote {} ({}, {})\n", path, s.text, seconds(s.seconds));
+      fmt::print(out, "wrote {} ({}, {} lowering, {})\n", path, s.text,
+                 synth::loweringName(s.lowering), seconds(s.seconds));
     }
   }
   return correct ? ExitCode::ok : ExitCode::failure;
@@ -513,6 +563,13 @@ Command addSynthReductionCommand(CLI::App& synth) {
       ->add_option("--ring-order", args->ringOrder,
                    "Order of every ring and chain: topology (along the fastest links, as NCCL "
                    "orders a ring, e.g. NVLink on dgx1) or rank")
+      ->capture_default_str();
+  command
+      ->add_option("--lowering", args->lowering,
+                   "How programs become chorus programs: ring (NCCL Ring), tree (NCCL Tree: "
+                   "double binary tree AllReduce, binary tree Reduce/Broadcast, ring "
+                   "ReduceScatter/AllGather) or both (each program in each, ranked together; the "
+                   "AllReduce baseline in the faster one)")
       ->capture_default_str();
   command->add_option("--top", args->top, "Programs shown per placement and emitted")
       ->capture_default_str();
@@ -545,7 +602,8 @@ Command addSynthReductionCommand(CLI::App& synth) {
   CLI::Option* json =
       command
           ->add_option("--json", args->json,
-                       "Write every candidate {placement, matrix, program, seconds, speedup} to "
+                       "Write every candidate {placement, matrix, program, lowering, seconds, "
+                       "speedup} to "
                        "FILE ('-' or no value = standard output; the table then goes to stderr)")
           ->expected(0, 1)
           ->type_name("[FILE]");
