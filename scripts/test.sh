@@ -55,7 +55,7 @@ build_and_test() {
 # Quantitative scale tests that run 30-40x slower unoptimised under ASan (minutes each) and check
 # figures at cluster sizes, not memory use: the Release stage runs them; under ASan the smaller
 # tests of the same code (synth, trees, simulator, hierarchical algorithms) stand in for them.
-release_only_tests='^SynthReductionCli\.P2FindingsOnTwoA100Nodes$|^Trees\.RandomMatricesGiveValidTrees$|^HierarchicalRails\.'
+release_only_tests='^P2Lower\.TreeBeatsRingWhenLatencyDominates$|^SynthReductionCli\.P2FindingsOnTwoA100Nodes$|^Trees\.RandomMatricesGiveValidTrees$|^HierarchicalRails\.'
 
 asan_build_and_test() {
   cmake -S . -B build-asan -G Ninja -DCHORUS_WERROR=ON -DCHORUS_SANITIZE=ON \
