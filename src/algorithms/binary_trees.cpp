@@ -22,14 +22,14 @@ void shapeBinarySubtree(std::span<const int> order, int lo, int hi, int parentRa
   shapeBinarySubtree(order, mid + 1, hi, rank, depth + 1, tree);
 }
 
+}  // namespace
+
 void sortShallowFirst(BinaryTree& tree) {
   std::sort(tree.edges.begin(), tree.edges.end(),
             [](const BinaryTreeEdge& a, const BinaryTreeEdge& b) {
               return a.depth != b.depth ? a.depth < b.depth : a.child < b.child;
             });
 }
-
-}  // namespace
 
 BinaryTree shapeBinaryTree(std::span<const int> order) {
   CHORUS_INTERNAL_ASSERT(!order.empty(), "a binary tree needs at least one rank");

@@ -40,6 +40,10 @@ BinaryTree shapeDoubleBinaryTree(std::span<const int> order, int which);
 // below it, so the root has one child, as in NCCL's binary tree (ncclGetBtree's rank 0).
 BinaryTree shapeRootedBinaryTree(std::span<const int> order);
 
+// Orders `tree`'s edges as every shape above does: shallowest child first, ties by child rank.
+// For callers that add edges of their own (the P² tree lowering's intra-node chains).
+void sortShallowFirst(BinaryTree& tree);
+
 // Adds every child's partial sum of input chunk `index` into its parent's, deepest first: the
 // root ends with the sum over the tree. Precondition: every rank of the tree holds the chunk.
 void reduceUpTree(lang::Program& program, const BinaryTree& tree, int index,

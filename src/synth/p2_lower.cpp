@@ -107,10 +107,7 @@ algorithms::BinaryTree ncclTree(const std::vector<int>& ring, int nodeSize, bool
   for (std::size_t n = 0; n < nodes.size(); ++n)
     for (std::size_t i = 1; i < nodes[n].size(); ++i)
       tree.edges.push_back({nodes[n][i - 1], nodes[n][i], headDepth[n] + static_cast<int>(i)});
-  std::sort(tree.edges.begin(), tree.edges.end(),
-            [](const algorithms::BinaryTreeEdge& a, const algorithms::BinaryTreeEdge& b) {
-              return a.depth != b.depth ? a.depth < b.depth : a.child < b.child;
-            });
+  algorithms::sortShallowFirst(tree);
   return tree;
 }
 

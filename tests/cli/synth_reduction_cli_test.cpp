@@ -285,6 +285,9 @@ TEST(SynthReductionCli, UsageMistakesExitTwo) {
   r = runCli("synth reduction --topology dgx1 --axes 8 --reduce 0 --run 1 --budget 0");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_THAT(r.output, HasSubstr("--budget 0"));
+  r = runCli("synth reduction --topology dgx1 --axes 8 --reduce 0 --lowering trees");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.output, HasSubstr("--lowering trees is not known"));
 }
 
 }  // namespace

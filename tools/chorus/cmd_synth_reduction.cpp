@@ -370,10 +370,9 @@ ExitCode runReduction(const ReductionArgs& given) {
   const topology::Topology topology = topology::loadTopology(given.topology, given.nodes);
   ReductionArgs args = given;
   if (!args.threadblocksGiven) args.threadblocks = defaultThreadblocks(topology);
-  if (args.lowering == "ring" || args.lowering == "both")
-    args.lowerings.push_back(synth::Lowering::ring);
-  if (args.lowering == "tree" || args.lowering == "both")
-    args.lowerings.push_back(synth::Lowering::tree);
+  args.lowerings = args.lowering == "both"
+                       ? std::vector<synth::Lowering>{synth::Lowering::ring, synth::Lowering::tree}
+                       : std::vector<synth::Lowering>{synth::parseLowering(args.lowering)};
   args.devicesPerNode = topology.node.devices;
   if (args.ringOrder == "topology" && topology.node.devices > 1)
     args.nodeLinks = synth::linkMatrixFromTopology(topology::withNodes(topology, 1));
