@@ -1,32 +1,17 @@
 #include "ir/algorithm.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <limits>
 #include <string>
 
+#include <fmt/format.h>
+
+#include "support/error.h"
+
 namespace chorus::ir {
 
 namespace {
-
-struct OpInfo {
-  OpKind op;
-  std::string_view name;
-  std::string_view code;
-};
-
-constexpr std::array<OpInfo, 9> kOps = {{
-    {OpKind::send, "send", "s"},
-    {OpKind::recv, "recv", "r"},
-    {OpKind::recvCopySend, "recvCopySend", "rcs"},
-    {OpKind::recvReduceCopy, "recvReduceCopy", "rrc"},
-    {OpKind::recvReduceSend, "recvReduceSend", "rrs"},
-    {OpKind::recvReduceCopySend, "recvReduceCopySend", "rrcs"},
-    {OpKind::copy, "copy", "cpy"},
-    {OpKind::reduce, "reduce", "re"},
-    {OpKind::nop, "nop", "nop"},
-}};
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -97,27 +82,51 @@ std::size_t chunksPerBlock(const Algorithm& algorithm) {
 }
 
 std::string_view opName(OpKind op) {
-  for (const auto& info : kOps)
-    if (info.op == op) return info.name;
-  return "?";
+  return opSemantics(op).name;
 }
 
 std::string_view opMscclCode(OpKind op) {
-  for (const auto& info : kOps)
-    if (info.op == op) return info.code;
-  return "?";
+  const char* code = opSemantics(op).mscclCode;
+  return code ? std::string_view(code) : std::string_view();
 }
 
 std::optional<OpKind> parseOpName(std::string_view name) {
-  for (const auto& info : kOps)
-    if (info.name == name) return info.op;
+  for (const auto& row : kOpTable.rows)
+    if (row.name == name) return row.op;
   return std::nullopt;
 }
 
 std::optional<OpKind> parseOpMscclCode(std::string_view code) {
-  for (const auto& info : kOps)
-    if (info.code == code) return info.op;
+  for (const auto& row : kOpTable.rows)
+    if (row.mscclCode && row.mscclCode == code) return row.op;
   return std::nullopt;
+}
+
+std::string opNameList() {
+  std::string out;
+  for (const auto& row : kOpTable.rows)
+    out += (out.empty() ? "" : ", ") + std::string(row.name);
+  return out;
+}
+
+std::string opMscclCodeList() {
+  std::string out;
+  for (const auto& row : kOpTable.rows)
+    if (row.mscclCode) out += (out.empty() ? "" : ", ") + std::string(row.mscclCode);
+  return out;
+}
+
+void requireTwoSidedOps(const Algorithm& algorithm, std::string_view consumer) {
+  for (const auto& rank : algorithm.ranks)
+    for (const auto& tb : rank.threadblocks)
+      for (std::size_t s = 0; s < tb.steps.size(); ++s)
+        if (opTakesStepPeer(tb.steps[s].op))
+          throw FormatLimitError(fmt::format(
+              "'{}' rank {} tb {} step {}: op '{}' is a one-sided operation (it takes its peer "
+              "and channel from the step), which {} does not run yet: it runs ops that move data "
+              "over their "
+              "threadblock's connections",
+              algorithm.name, rank.rank, tb.id, s, opName(tb.steps[s].op), consumer));
 }
 
 std::string_view bufferName(BufferKind buffer) {

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/step_semantics.h"
+
 namespace chorus::ir {
 
 enum class BufferKind : std::uint8_t { input, output, scratch };
@@ -33,21 +35,6 @@ enum class CollectiveKind : std::uint8_t {
   broadcast,
   reduce,
   custom,
-};
-
-// Step operations. Receive-reduce ops (recvReduceCopy, recvReduceSend, recvReduceCopySend) take
-// their LOCAL operand from src: result = received ⊕ src (the MSCCL runtime's reading; see
-// docs/ir.md and reference/msccl-ir.md §1c).
-enum class OpKind : std::uint8_t {
-  send,                // send src[0..count) to the tb's send peer
-  recv,                // receive from the tb's recv peer into dst
-  recvCopySend,        // receive into dst and forward to the send peer
-  recvReduceCopy,      // dst = received ⊕ src
-  recvReduceSend,      // send (received ⊕ src) on, no local write
-  recvReduceCopySend,  // dst = received ⊕ src, and send it on
-  copy,                // dst = src (same rank)
-  reduce,              // dst = dst ⊕ src (same rank)
-  nop,                 // no data; only waits for its dependencies
 };
 
 // A (threadblock, step) pair inside one rank's program.
@@ -119,34 +106,20 @@ std::size_t threadblockCount(const Algorithm& algorithm);
 // chunks (at least 1).
 std::size_t chunksPerBlock(const Algorithm& algorithm);
 
-// Per-op facts (inline: the interpreter asks them on every step and poll).
-constexpr bool opReceives(OpKind op) {  // recv, recvCopySend, recvReduce*
-  return op == OpKind::recv || op == OpKind::recvCopySend || op == OpKind::recvReduceCopy ||
-         op == OpKind::recvReduceSend || op == OpKind::recvReduceCopySend;
-}
-constexpr bool opSends(OpKind op) {  // send, recvCopySend, recvReduceSend, recvReduceCopySend
-  return op == OpKind::send || op == OpKind::recvCopySend || op == OpKind::recvReduceSend ||
-         op == OpKind::recvReduceCopySend;
-}
-constexpr bool opReadsSrc(OpKind op) {  // send, copy, reduce, recvReduce*
-  return op == OpKind::send || op == OpKind::copy || op == OpKind::reduce ||
-         op == OpKind::recvReduceCopy || op == OpKind::recvReduceSend ||
-         op == OpKind::recvReduceCopySend;
-}
-constexpr bool opWritesDst(OpKind op) {  // recv*, copy, reduce (not send, recvReduceSend, nop)
-  return op == OpKind::recv || op == OpKind::recvCopySend || op == OpKind::recvReduceCopy ||
-         op == OpKind::recvReduceCopySend || op == OpKind::copy || op == OpKind::reduce;
-}
-constexpr bool opReadsDst(OpKind op) {  // reduce (dst ⊕= src)
-  return op == OpKind::reduce;
-}
-
-// Names: the long form used by text/JSON/DOT ("recvReduceCopySend") and MSCCL's short codes
-// ("rrcs"). Parsers throw ParseError naming the accepted spellings.
+// Op names from the op table (ir/step_semantics.h): the long form used by text/JSON/DOT
+// ("recvReduceCopySend") and MSCCL's short codes ("rrcs"). opMscclCode is empty for an op MSCCL
+// XML cannot express. The lists ("send, recv, ...") are for parsers' error messages.
 std::string_view opName(OpKind op);
 std::string_view opMscclCode(OpKind op);
-std::optional<OpKind> parseOpName(std::string_view name);          // long form
-std::optional<OpKind> parseOpMscclCode(std::string_view code);     // short code
+std::optional<OpKind> parseOpName(std::string_view name);       // long form
+std::optional<OpKind> parseOpMscclCode(std::string_view code);  // short code
+std::string opNameList();
+std::string opMscclCodeList();
+
+// Throws FormatLimitError naming the first step whose op takes its peer from the step (a
+// one-sided operation, opTakesStepPeer), which `consumer` ("the CPU interpreter", "the
+// simulator") does not run yet.
+void requireTwoSidedOps(const Algorithm& algorithm, std::string_view consumer);
 std::string_view bufferName(BufferKind buffer);                    // "input", "output", "scratch"
 char bufferMscclCode(BufferKind buffer);                           // 'i', 'o', 's'
 std::optional<BufferKind> parseBufferName(std::string_view name);  // long form or i/o/s

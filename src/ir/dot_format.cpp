@@ -40,7 +40,7 @@ std::string nodeId(int rank, int tb, int step) {
 }
 
 std::string stepLabel(int index, const Step& step) {
-  if (step.op == OpKind::nop) return fmt::format("{}: nop", index);
+  if (opMovesNoData(step.op)) return fmt::format("{}: {}", index, opName(step.op));
   return fmt::format("{}: {} {}[{}] -> {}[{}] x{}", index, opName(step.op),
                      shortBuffer(step.srcBuffer), step.srcIndex, shortBuffer(step.dstBuffer),
                      step.dstIndex, step.count);

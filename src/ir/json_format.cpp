@@ -333,9 +333,7 @@ class JsonReader {
     auto kind = parseOpName(op);
     if (!kind) {
       fail(path.member("op"),
-           fmt::format("unknown op '{}' (expected one of send, recv, recvCopySend, "
-                       "recvReduceCopy, recvReduceSend, recvReduceCopySend, copy, reduce, nop)",
-                       op));
+           fmt::format("unknown op '{}' (expected one of {})", op, opNameList()));
     }
     step.op = *kind;
     readLocation(value, path, "src", step.srcBuffer, step.srcIndex);

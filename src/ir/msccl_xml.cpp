@@ -26,8 +26,6 @@ constexpr int kMaxChannel = 31;          // chan 0..31 (32 channels)
 constexpr int kMaxThreadblockId = 1023;  // 32 tbs per channel x 32 channels
 constexpr int kMaxDependeeTbId = 127;    // depid is int8
 
-constexpr const char* kOpCodes = "s, r, rcs, rrc, rrs, rrcs, cpy, re, nop";
-
 // ---------------------------------------------------------------------------------------------
 // Reading
 
@@ -342,7 +340,7 @@ class XmlReader {
       auto op = parseOpMscclCode(type);
       if (!op) {
         fail(node, fmt::format("attribute 'type' has unknown value '{}' (expected one of {})", type,
-                               kOpCodes));
+                               opMscclCodeList()));
       }
       RawStep rawStep;
       rawStep.node = node;
@@ -568,9 +566,23 @@ void appendStep(std::string& out, int s, const Step& step, bool nop, StepRef dep
   out += "\"/>\n";
 }
 
+// Every op must have an MSCCL `type` code (the op table's mscclCode), limits checked or not.
+void requireMscclOps(const Algorithm& algorithm) {
+  for (const RankProgram& program : algorithm.ranks)
+    for (const Threadblock& tb : program.threadblocks)
+      for (std::size_t s = 0; s < tb.steps.size(); ++s)
+        if (opMscclCode(tb.steps[s].op).empty())
+          throw FormatLimitError(fmt::format(
+              "{} step {}: op '{}' has no MSCCL XML form (MSCCL's step types are {}); write "
+              "the plan as chorus JSON or the text IR instead (--format json or --format text)",
+              limitContext(algorithm, program.rank, tb.id), s, opName(tb.steps[s].op),
+              opMscclCodeList()));
+}
+
 void appendAlgo(std::string& out, const Algorithm& algorithm, const MscclWriteOptions& options) {
   CHORUS_INTERNAL_ASSERT(static_cast<int>(algorithm.ranks.size()) == algorithm.nranks,
                          "Algorithm::ranks must have nranks entries");
+  requireMscclOps(algorithm);
   if (options.checkLimits) checkLimits(algorithm, options);
   std::string_view coll = collectiveName(algorithm.collective);
   if (options.legacyNames && algorithm.collective == CollectiveKind::reducescatter) {

@@ -397,10 +397,7 @@ class TextParser {
     Step step;
     auto op = parseOpName(tokens_[1]);
     if (!op) {
-      fail(
-          fmt::format("unknown op '{}' (expected one of send, recv, recvCopySend, "
-                      "recvReduceCopy, recvReduceSend, recvReduceCopySend, copy, reduce, nop)",
-                      tokens_[1]));
+      fail(fmt::format("unknown op '{}' (expected one of {})", tokens_[1], opNameList()));
     }
     step.op = *op;
     parseLocation(tokens_[2], "the source", step.srcBuffer, step.srcIndex);

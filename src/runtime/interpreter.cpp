@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "ir/collective.h"
+#include "ir/tiling.h"
 #include "runtime/idle_backoff.h"
 #include "runtime/post_ahead.h"
 #include "runtime/reduce_kernels.h"
@@ -35,6 +36,9 @@ constexpr std::size_t kBounceBytes = std::size_t{128} << 10;
 constexpr int kEvictAfterIdleRounds = 256;
 // After a failure, how long a rank waits for peers still copying its buffers.
 constexpr int kAbandonPatienceMs = 1000;
+// The message bound of a rank with no connections (a one-rank plan): its tiles are cut at this
+// size, or the protocol's smaller cap.
+constexpr std::size_t kNoConnectionMessageBytes = std::size_t{1} << 20;
 
 int bufferSlot(ir::BufferKind kind) {
   return static_cast<int>(kind);
@@ -344,8 +348,9 @@ class RankExecutor {
         for (const auto& s : tb.steps) {
           if (!ir::opWritesDst(s.op) || s.dstBuffer != ir::BufferKind::output) continue;
           if (s.dstIndex + s.count <= at || s.dstIndex >= at + chunks) continue;
-          const bool identity = s.op == ir::OpKind::copy && s.srcBuffer == ir::BufferKind::input &&
-                                s.dstIndex >= at && s.dstIndex + s.count <= at + chunks &&
+          const bool identity = ir::opCopiesSrcToDst(s.op) &&
+                                s.srcBuffer == ir::BufferKind::input && s.dstIndex >= at &&
+                                s.dstIndex + s.count <= at + chunks &&
                                 s.dstIndex - at == s.srcIndex;
           facts_->aliasIsIdentity = facts_->aliasIsIdentity && identity;
         }
@@ -380,7 +385,7 @@ class RankExecutor {
     for (std::size_t t = 0; t < tbs.size(); ++t)
       for (std::size_t k = 0; k < tbs[t].steps.size(); ++k) {
         const ir::Step& s = tbs[t].steps[k];
-        const bool onItself = s.op == ir::OpKind::copy && s.srcBuffer == ir::BufferKind::input &&
+        const bool onItself = ir::opCopiesSrcToDst(s.op) && s.srcBuffer == ir::BufferKind::input &&
                               s.dstBuffer == ir::BufferKind::output && s.srcIndex == s.dstIndex;
         if (onItself) continue;
         const int tb = static_cast<int>(t), step = static_cast<int>(k);
@@ -485,11 +490,13 @@ class RankExecutor {
     // Every rank derives the same tile from the whole algorithm and the transport's slot size.
     PlanFacts::Geometry& g = facts_->geometry;
     if (g.tileElems == 0) {
-      const std::size_t slotBytes =
-          std::min(facts_->slotBytes ? facts_->slotBytes : std::size_t{1} << 20, messageCap());
-      g.tileElems = std::max<std::size_t>(1, slotBytes / (facts_->maxCount * mem_.elemSize));
-      g.tileElems = std::min(g.tileElems, mem_.chunkElems);
-      g.iterations = (mem_.chunkElems + g.tileElems - 1) / g.tileElems;
+      const ir::Tiling tiling = ir::tileChunks(
+          mem_.chunkElems, mem_.elemSize,
+          ir::messageBytes(a_.protocol,
+                           facts_->slotBytes ? facts_->slotBytes : kNoConnectionMessageBytes),
+          facts_->maxCount);
+      g.tileElems = tiling.tileElems;
+      g.iterations = tiling.tiles;
     }
     tileElems_ = g.tileElems;
     iterations_ = g.iterations;
@@ -511,7 +518,6 @@ class RankExecutor {
     return {states, n};
   }
 
-  std::size_t messageCap() const { return ir::protocolMessageCap(a_.protocol); }
   static_assert(ir::kLlMessageCap == transport::kLlMaxMessageBytes &&
                     ir::kLl128MessageCap == transport::kLl128MaxMessageBytes,
                 "a plan's LL/LL128 messages must fit the transport's flagged formats");
@@ -530,15 +536,13 @@ class RankExecutor {
 
   void derivePlanFacts() {
     PlanFacts& f = *facts_;
-    f.maxCount = 1;
+    ir::requireTwoSidedOps(a_, "the CPU interpreter");
+    f.maxCount = ir::largestMessageChunks(a_);
     f.reduces = false;
     for (const auto& r : a_.ranks)
       for (const auto& tb : r.threadblocks)
-        for (const auto& s : tb.steps) {
-          if (ir::opSends(s.op) || ir::opReceives(s.op))
-            f.maxCount = std::max<std::size_t>(f.maxCount, static_cast<std::size_t>(s.count));
-          f.reduces = f.reduces || (ir::opReceives(s.op) && ir::opReadsSrc(s.op));
-        }
+        for (const auto& s : tb.steps)
+          f.reduces = f.reduces || ir::opReducesReceived(s.op);
     bool read[kBuffers] = {false, false, false};
     for (const auto& tb : program_.threadblocks)
       for (const auto& s : tb.steps) {
@@ -782,9 +786,9 @@ class RankExecutor {
     // same threadblock overwrites that tile next (PlanFacts::tileOrderedInPlace).
     const bool readsTileOverwrittenNext =
         mem_.tileOrdered && ir::opReadsSrc(s.op) && s.srcBuffer == ir::BufferKind::input;
-    if (out && s.op != ir::OpKind::recvReduceSend && task.send->acceptsRemote(messageBytes) &&
+    if (out && ir::opSendsLocalData(s.op) && task.send->acceptsRemote(messageBytes) &&
         !readsTileOverwrittenNext) {
-      const bool fromSrc = s.op == ir::OpKind::send;
+      const bool fromSrc = !ir::opWritesDst(s.op);  // else the value lies in dst once stored
       region = mem_.pieces(fromSrc ? s.srcBuffer : s.dstBuffer, fromSrc ? s.srcIndex : s.dstIndex,
                            s.count, offset, len);
       if (fromSrc && fromInput) region.address = inputAddress(region.address);
@@ -828,7 +832,7 @@ class RankExecutor {
 
   // Whether `s` is a copy whose every piece at `offset` is its own source (identityAlias()).
   bool copiesOntoItself(const ir::Step& s, std::size_t offset) {
-    if (s.op != ir::OpKind::copy) return false;
+    if (!ir::opCopiesSrcToDst(s.op)) return false;
     for (int i = 0; i < s.count; ++i)
       if (mem_.piece(s.dstBuffer, s.dstIndex + i, offset) !=
           mem_.piece(s.srcBuffer, s.srcIndex + i, offset))
@@ -843,7 +847,7 @@ class RankExecutor {
   // buffers do not overlap, the step's next tiles are posted too, as far as the slots go: a
   // rank reads frames ahead of its interpreter, and each one posted in time skips its slot.
   void postDestinations(TaskState& task, const ir::Step& s) {
-    if (s.op != ir::OpKind::recv && s.op != ir::OpKind::recvCopySend) return;
+    if (!ir::opLandsMessage(s.op)) return;
     const auto tb = static_cast<std::size_t>(&task - tasks_.data());
     const bool ahead =
         !mem_.overlapping && facts_->postAheadStep[tb] == static_cast<int>(task.step);
@@ -915,68 +919,75 @@ class RankExecutor {
     }
   }
 
-  // Executes one step on one tile. Pieces of a multi-count step are `len` elements of each
-  // chunk; in a message they are packed back to back. `out` is the send slot, or nullptr when
-  // nothing is to be written there (no send, or the message goes by reference).
+  // Executes one step on one tile, as its op-table row says (ir::applyStep is the reference).
+  // Pieces of a multi-count step are `len` elements of each chunk; in a message they are
+  // packed back to back. `out` is the send slot, or nullptr when nothing is to be written there
+  // (no send, or the message goes by reference).
   void execute(const ir::Step& s, const transport::RecvSlot& in, transport::Fifo* recv,
                std::uint8_t* out, std::size_t offset, std::size_t len, std::size_t pieceBytes,
                bool fromInput) {
     constexpr auto kSlot = ir::BufferKind::scratch;  // slots are read again soon: never streamed
+    const ir::OpSemantics& row = ir::opSemantics(s.op);
+    if (row.value == ir::StepValue::none) return;
     for (int i = 0; i < s.count; ++i) {
       const std::size_t at = static_cast<std::size_t>(i) * pieceBytes;
-      switch (s.op) {
-        case ir::OpKind::send:
-          if (out) std::memcpy(out + at, srcPiece(s, i, offset, fromInput), pieceBytes);
+      // A step that neither stores nor reads dst names its peer's buffer there: not touched.
+      std::uint8_t* dst = row.storesDst || row.value == ir::StepValue::dstOpSrc
+                              ? mem_.piece(s.dstBuffer, s.dstIndex + i, offset)
+                              : nullptr;
+      switch (row.value) {
+        case ir::StepValue::src: {  // send, copy
+          const std::uint8_t* src = srcPiece(s, i, offset, fromInput);
+          if (row.storesDst) copyPiece(s.dstBuffer, dst, src, pieceBytes);
+          if (out) std::memcpy(out + at, row.storesDst ? dst : src, pieceBytes);
           break;
-        case ir::OpKind::recv:
-          fetch(in, recv, s.dstBuffer, mem_.piece(s.dstBuffer, s.dstIndex + i, offset), at,
-                pieceBytes);
-          break;
-        case ir::OpKind::recvCopySend: {
-          std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
+        }
+        case ir::StepValue::received: {  // recv, recvCopySend
+          if (!row.storesDst) {
+            if (out) fetch(in, recv, kSlot, out + at, at, pieceBytes);
+            break;
+          }
           const bool inSlot = !in.remote && !in.delivered;
           if (out && inSlot) std::memcpy(out + at, in.data + at, pieceBytes);
           fetch(in, recv, s.dstBuffer, dst, at, pieceBytes);
           if (out && !inSlot) std::memcpy(out + at, dst, pieceBytes);
           break;
         }
-        case ir::OpKind::recvReduceCopy:
-          reduceReceived(in, recv, s.dstBuffer, mem_.piece(s.dstBuffer, s.dstIndex + i, offset), at,
-                         srcPiece(s, i, offset, fromInput), len);
-          break;
-        case ir::OpKind::recvReduceSend:
-          reduceReceived(in, recv, kSlot, out + at, at, srcPiece(s, i, offset, fromInput), len);
-          break;
-        case ir::OpKind::recvReduceCopySend: {
-          std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
+        case ir::StepValue::receivedOpSrc: {  // recvReduceCopy, recvReduceSend, recvReduceCopySend
           const std::uint8_t* src = srcPiece(s, i, offset, fromInput);
           if (out) {  // reduce into the slot, which stays in cache, then copy it home
             reduceReceived(in, recv, kSlot, out + at, at, src, len);
-            put(s.dstBuffer, dst, out + at, pieceBytes);
-          } else {
+            if (row.storesDst) put(s.dstBuffer, dst, out + at, pieceBytes);
+          } else if (row.storesDst) {
             reduceReceived(in, recv, s.dstBuffer, dst, at, src, len);
           }
           break;
         }
-        case ir::OpKind::copy: {
-          std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
+        case ir::StepValue::dstOpSrc: {  // reduce
           const std::uint8_t* src = srcPiece(s, i, offset, fromInput);
-          if (dst == src) break;  // an identity alias (identityAlias())
-          if (dst + pieceBytes <= src || src + pieceBytes <= dst)
-            put(s.dstBuffer, dst, src, pieceBytes);
-          else
-            std::memmove(dst, src, pieceBytes);
+          if (row.storesDst) {
+            combine(s.dstBuffer, dst, dst, src, len);
+            if (out) std::memcpy(out + at, dst, pieceBytes);
+          } else if (out) {
+            combine(kSlot, out + at, dst, src, len);
+          }
           break;
         }
-        case ir::OpKind::reduce: {
-          std::uint8_t* dst = mem_.piece(s.dstBuffer, s.dstIndex + i, offset);
-          combine(s.dstBuffer, dst, dst, srcPiece(s, i, offset, fromInput), len);
-          break;
-        }
-        case ir::OpKind::nop:
+        case ir::StepValue::none:
           return;
       }
     }
+  }
+
+  // A copy of one piece into a buffer of `kind`: nothing for a piece onto itself (an identity
+  // alias, identityAlias()), memmove where the two overlap.
+  void copyPiece(ir::BufferKind kind, std::uint8_t* dst, const std::uint8_t* src,
+                 std::size_t bytes) {
+    if (dst == src) return;
+    if (dst + bytes <= src || src + bytes <= dst)
+      put(kind, dst, src, bytes);
+    else
+      std::memmove(dst, src, bytes);
   }
 
   const ir::Algorithm& a_;

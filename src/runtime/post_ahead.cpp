@@ -13,7 +13,7 @@ int postAheadStep(const ir::RankProgram& program, std::size_t tb, bool inPlace) 
   }
   if (k < 0) return -1;
   const ir::Step& w = own[static_cast<std::size_t>(k)];
-  if (w.op != ir::OpKind::recv && w.op != ir::OpKind::recvCopySend) return -1;
+  if (!ir::opLandsMessage(w.op)) return -1;
   const auto touches = [&](ir::BufferKind buffer, int index, int count) {
     return buffer == w.dstBuffer && index < w.dstIndex + w.count && w.dstIndex < index + count;
   };

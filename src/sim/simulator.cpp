@@ -48,6 +48,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "ir/tiling.h"
 #include "perf/collective.h"
 #include "support/error.h"
 
@@ -183,36 +184,27 @@ struct Pass {
   bool wire = false;    // writes the outgoing message: crosses the route
 };
 
-// The interpreter's passes per op (interpreter.cpp execute()).
+// The interpreter's passes over a tile per op (runtime/interpreter.cpp execute()), read off
+// the op's row: one pass computes the value (a reduce pass for a reduction, else a copy) into
+// its first destination, and an op that both stores and sends copies it once more. A reduction
+// is computed into the outgoing message, which stays in cache, and copied home; a copied value
+// lands home first and is then written to the message.
 int unfusedPassesOf(ir::OpKind op, Pass out[2]) {
-  using ir::OpKind;
-  switch (op) {
-    case OpKind::send:
-      out[0] = {false, true};
-      return 1;
-    case OpKind::recv:
-    case OpKind::copy:
-      out[0] = {false, false};
-      return 1;
-    case OpKind::recvCopySend:
-      out[0] = {false, false};
-      out[1] = {false, true};
-      return 2;
-    case OpKind::recvReduceCopy:
-    case OpKind::reduce:
-      out[0] = {true, false};
-      return 1;
-    case OpKind::recvReduceSend:
-      out[0] = {true, true};
-      return 1;
-    case OpKind::recvReduceCopySend:
-      out[0] = {true, true};
-      out[1] = {false, false};
-      return 2;
-    case OpKind::nop:
-      return 0;
+  const ir::OpSemantics& row = ir::opSemantics(op);
+  if (row.value == ir::StepValue::none || (!row.storesDst && !row.sends)) return 0;
+  const bool reduces = ir::valueReduces(row.value);
+  if (!row.storesDst || !row.sends) {
+    out[0] = {reduces, row.sends};
+    return 1;
   }
-  return 0;
+  if (reduces) {
+    out[0] = {true, true};
+    out[1] = {false, false};
+  } else {
+    out[0] = {false, false};
+    out[1] = {false, true};
+  }
+  return 2;
 }
 
 // `fused`: one pass doing all of them, as a GPU primitive reads its input once and writes
@@ -397,23 +389,17 @@ class Simulation {
     const std::size_t q = ir::chunksPerBlock(a_);
     chunkElems_ = (count + q - 1) / q;
     chunkBytes_ = chunkElems_ * elem;
-    std::size_t maxCount = 1;
-    for (const auto& r : a_.ranks)
-      for (const auto& tb : r.threadblocks)
-        for (const auto& s : tb.steps)
-          if (ir::opSends(s.op) || ir::opReceives(s.op))
-            maxCount = std::max<std::size_t>(maxCount, static_cast<std::size_t>(s.count));
-    if (options_.tiling) {
-      const std::size_t slot = std::min(options_.slotBytes, ir::protocolMessageCap(a_.protocol));
-      tileElems_ = std::max<std::size_t>(1, slot / (maxCount * elem));
-      tileElems_ = std::min(tileElems_, chunkElems_);
-    } else {
-      tileElems_ = chunkElems_;
-    }
-    tiles_ = static_cast<int>((chunkElems_ + tileElems_ - 1) / tileElems_);
+    // The interpreter's tiling (ir/tiling.h); untiled, one tile covers the whole chunk.
+    const ir::Tiling tiling =
+        options_.tiling
+            ? ir::tileChunks(chunkElems_, elem, ir::messageBytes(a_.protocol, options_.slotBytes),
+                             ir::largestMessageChunks(a_))
+            : ir::Tiling{chunkElems_, 1, chunkElems_};
+    tileElems_ = tiling.tileElems;
+    tiles_ = static_cast<int>(tiling.tiles);
+    lastTileElems_ = tiling.lastTileElems;
     tilesSimulated_ = tiles_;
     callTiles_ = tiles_;
-    lastTileElems_ = chunkElems_ - static_cast<std::size_t>(tiles_ - 1) * tileElems_;
   }
 
   // The last tile simulated has the size of the call's last tile (a cut call's too).
@@ -769,7 +755,7 @@ class Simulation {
       stepRecord_[static_cast<std::size_t>(s.stepBase + s.step) * tiles_ +
                   static_cast<std::size_t>(s.tile)] = s.record;
     }
-    if (step.op != ir::OpKind::nop && device_.stepOverhead > 0) {
+    if (!ir::opMovesNoData(step.op) && device_.stepOverhead > 0) {
       s.phase = Phase::overhead;
       schedule(now_ + device_.stepOverhead, EventKind::overheadDone, t);
       return;
@@ -1202,6 +1188,7 @@ std::optional<perf::Collective> benchCollective(ir::CollectiveKind kind) {
 
 SimResult simulate(const ir::Algorithm& algorithm, topology::Fabric& fabric,
                    const SimOptions& options) {
+  ir::requireTwoSidedOps(algorithm, "the simulator");
   return Simulation(algorithm, fabric, options).run();
 }
 

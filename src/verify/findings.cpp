@@ -32,34 +32,26 @@ std::string describeStepRef(int rank, int tb, int step) {
   return fmt::format("rank {} tb {} step {}", rank, tb, step);
 }
 
+// Algorithm, from the op's row: its name; the source it copies or sends ("send input[0]");
+// the peer it receives from ("from rank 2"); the local operand of a reduction ("with
+// input[0]" for received ⊕ src, "input[0]" for dst ⊕ src); where it stores ("to" a copy, "into"
+// otherwise); the peer it sends to ("and on to", "on to" after a receive, else "to").
 std::string describeOp(const ir::Threadblock& tb, const ir::Step& step) {
-  using ir::OpKind;
+  const ir::OpSemantics& row = ir::opSemantics(step.op);
   const std::string src = describeRange(step.srcBuffer, step.srcIndex, step.count);
   const std::string dst = describeRange(step.dstBuffer, step.dstIndex, step.count);
-  switch (step.op) {
-    case OpKind::send:
-      return fmt::format("send {} to rank {}", src, tb.sendPeer);
-    case OpKind::recv:
-      return fmt::format("recv from rank {} into {}", tb.recvPeer, dst);
-    case OpKind::recvCopySend:
-      return fmt::format("recvCopySend from rank {} into {} and on to rank {}", tb.recvPeer, dst,
-                         tb.sendPeer);
-    case OpKind::recvReduceCopy:
-      return fmt::format("recvReduceCopy from rank {} with {} into {}", tb.recvPeer, src, dst);
-    case OpKind::recvReduceSend:
-      return fmt::format("recvReduceSend from rank {} with {} on to rank {}", tb.recvPeer, src,
-                         tb.sendPeer);
-    case OpKind::recvReduceCopySend:
-      return fmt::format("recvReduceCopySend from rank {} with {} into {} and on to rank {}",
-                         tb.recvPeer, src, dst, tb.sendPeer);
-    case OpKind::copy:
-      return fmt::format("copy {} to {}", src, dst);
-    case OpKind::reduce:
-      return fmt::format("reduce {} into {}", src, dst);
-    case OpKind::nop:
-      return "nop";
-  }
-  return "?";
+  std::string out(row.name);
+  if (row.value == ir::StepValue::src || row.value == ir::StepValue::dstOpSrc) out += " " + src;
+  if (ir::valueReceives(row.value)) out += fmt::format(" from rank {}", tb.recvPeer);
+  if (row.value == ir::StepValue::receivedOpSrc) out += " with " + src;
+  if (row.storesDst) out += (row.value == ir::StepValue::src ? " to " : " into ") + dst;
+  if (row.sends)
+    out += fmt::format(" {} rank {}",
+                       row.storesDst                  ? "and on to"
+                       : ir::valueReceives(row.value) ? "on to"
+                                                      : "to",
+                       tb.sendPeer);
+  return out;
 }
 
 }  // namespace chorus::verify

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/apply_step.h"
+
 namespace chorus::verify {
 
 namespace {
@@ -148,43 +150,23 @@ class Simulator {
     }
   }
 
-  // Applies the step's data semantics; returns the outgoing payload (empty when none).
+  // Applies the step's data semantics (ir::applyStep on symbolic values); returns the outgoing
+  // payload (empty when the step sends nothing).
   std::vector<ChunkValue> computeStep(int t, int s, const ir::Step& step, Message& received) {
-    using ir::OpKind;
-    const int n = step.count;
-    std::vector<ChunkValue> src;
+    const auto n = static_cast<std::size_t>(step.count);
+    std::vector<ChunkValue> src, dst, sent;
     if (ir::opReadsSrc(step.op)) src = read(t, s, step, step.srcBuffer, step.srcIndex);
-    std::vector<ChunkValue> out(n);
-    switch (step.op) {
-      case OpKind::send:
-        return src;
-      case OpKind::recv:
-        write(t, step, received.payload);
-        return {};
-      case OpKind::recvCopySend:
-        write(t, step, received.payload);
-        return received.payload;
-      case OpKind::recvReduceCopy:
-      case OpKind::recvReduceSend:
-      case OpKind::recvReduceCopySend:
-        for (int i = 0; i < n; ++i)
-          out[i] = reduceValues(received.payload[i], src[i]);
-        if (step.op != OpKind::recvReduceSend) write(t, step, out);
-        return step.op == OpKind::recvReduceCopy ? std::vector<ChunkValue>{} : out;
-      case OpKind::copy:
-        write(t, step, src);
-        return {};
-      case OpKind::reduce: {
-        std::vector<ChunkValue> dst = read(t, s, step, step.dstBuffer, step.dstIndex);
-        for (int i = 0; i < n; ++i)
-          out[i] = reduceValues(dst[i], src[i]);
-        write(t, step, out);
-        return {};
-      }
-      case OpKind::nop:
-        return {};
-    }
-    return {};
+    if (ir::opReadsDst(step.op))
+      dst = read(t, s, step, step.dstBuffer, step.dstIndex);
+    else if (ir::opWritesDst(step.op))
+      dst.resize(n);
+    if (ir::opReceives(step.op)) received.payload.resize(n);  // a short message: unset values
+    if (ir::opSends(step.op)) sent.resize(n);
+    const ir::StepOperands<ChunkValue> io{src.data(), dst.data(), received.payload.data(),
+                                          sent.data()};
+    ir::applyStep(step.op, io, n, reduceValues);
+    if (ir::opWritesDst(step.op)) write(t, step, dst);
+    return sent;
   }
 
   std::vector<ChunkValue> read(int t, int s, const ir::Step& step, ir::BufferKind buffer,

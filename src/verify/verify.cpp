@@ -20,6 +20,24 @@ namespace chorus::verify {
 
 namespace {
 
+// One-sided ops (ir::opTakesStepPeer) exchange data outside the threadblock connections the
+// program model matches: each one is reported, and the checks that need the model stop.
+bool checkOpsModelled(const ir::Algorithm& algorithm, FindingSink& sink) {
+  bool modelled = true;
+  for (const auto& rank : algorithm.ranks)
+    for (const auto& tb : rank.threadblocks)
+      for (std::size_t s = 0; s < tb.steps.size(); ++s)
+        if (ir::opTakesStepPeer(tb.steps[s].op)) {
+          modelled = false;
+          sink.add(FindingKind::malformed, rank.rank, tb.id, static_cast<int>(s),
+                   fmt::format("{} ({}) is a one-sided operation (it takes its peer and channel "
+                               "from the step), which the verifier does not model yet",
+                               describeStepRef(rank.rank, tb.id, static_cast<int>(s)),
+                               ir::opName(tb.steps[s].op)));
+        }
+  return modelled;
+}
+
 // Runs the checks in order; each later check needs the structure the earlier ones vouched for.
 void runChecks(const ir::Algorithm& algorithm, const VerifyOptions& options, VerifyReport& report,
                FindingSink& sink) {
@@ -36,6 +54,7 @@ void runChecks(const ir::Algorithm& algorithm, const VerifyOptions& options, Ver
     }
   }
   report.postconditionSkipped = "the program is malformed";
+  if (!checkOpsModelled(algorithm, sink)) return;
   if (!checkStructure(algorithm, *collective, sink)) return;
   if (options.checkWritesInput) checkWritesInput(algorithm, *collective, sink);
   std::unique_ptr<ProgramModel> model = buildProgramModel(algorithm, collective, sink);
