@@ -19,7 +19,7 @@ namespace chorus::ir {
 
 // Step operations (seed 000 §4: MSCCL's instruction set). Receive-reduce ops (recvReduceCopy,
 // recvReduceSend, recvReduceCopySend) take their LOCAL operand from src: result = received ⊕
-// src (the MSCCL runtime's reading; docs/ir.md "Receive-reduce operands").
+// src (the MSCCL runtime's reading; docs/ir.md "The receive-reduce operand question").
 enum class OpKind : std::uint8_t {
   send,                // send src[0..count) to the tb's send peer
   recv,                // receive from the tb's recv peer into dst
