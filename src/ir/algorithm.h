@@ -60,6 +60,13 @@ struct StepRef {
 
 struct Step {
   OpKind op = OpKind::nop;
+  // The remote rank and the channel of a one-sided operation (put, get, signal, wait, flush:
+  // MSCCL++ execution plans); -1 means "the threadblock's". Two-sided ops (every op above)
+  // move data over their threadblock's connections (Threadblock::sendPeer/recvPeer/channel)
+  // and must leave both at -1: the verifier reports a step that sets them, and the runtime and
+  // simulator entry points refuse it (ir/step_endpoints.h).
+  int peer = -1;
+  int channel = -1;
   BufferKind srcBuffer = BufferKind::input;
   int srcIndex = 0;
   BufferKind dstBuffer = BufferKind::input;

@@ -747,5 +747,126 @@ TEST(MscclXmlLimits, ThreadblockIdLimit) {
   EXPECT_THAT(limitErrorOf(a), HasSubstr("rank 0 tb 1024: threadblock id 1024 exceeds"));
 }
 
+// ---------------------------------------------------------------------------------------------
+// A step's own peer and channel (Step::peer, Step::channel)
+
+// makeSample() with a step's peer and channel set on three steps (two-sided steps may not set
+// them, but the formats carry whatever the IR holds; the verifier judges).
+Algorithm makeSampleWithEndpoints() {
+  Algorithm a = makeSample();
+  a.ranks[0].threadblocks[0].steps[0].peer = 2;
+  a.ranks[0].threadblocks[0].steps[0].channel = 3;
+  a.ranks[0].threadblocks[1].steps[3].channel = 0;
+  a.ranks[1].threadblocks[0].steps[0].peer = 0;
+  return a;
+}
+
+TEST(StepEndpointsFormat, JsonCarriesThemOnlyWhenSet) {
+  const Algorithm a = makeSampleWithEndpoints();
+  const std::string json = writeJson(a);
+  EXPECT_THAT(json, HasSubstr(R"({"op": "send", "peer": 2, "channel": 3, "src": ["input", 0], )"));
+  EXPECT_THAT(json, HasSubstr(R"({"op": "nop", "channel": 0, "src": )"));
+  EXPECT_THAT(json, HasSubstr(R"({"op": "recv", "peer": 0, "src": ["input", 0], )"));
+  EXPECT_EQ(readJson(json, "e.json"), a);
+  EXPECT_EQ(readAlgorithms(json, "e.json"), std::vector<Algorithm>{a});
+  // Unset (-1) is not written: plans without them print exactly as before.
+  EXPECT_THAT(writeJson(makeSample()), Not(HasSubstr("\"peer\"")));
+  EXPECT_THAT(writeJson(makeSample()), Not(HasSubstr(R"("op": "send", "channel")")));
+  // An explicit -1 reads as unset.
+  std::string explicitUnset = writeJson(makeSample());
+  const std::string send = R"({"op": "send", )";
+  explicitUnset.replace(explicitUnset.find(send), send.size(),
+                        R"({"op": "send", "peer": -1, "channel": -1, )");
+  EXPECT_EQ(readJson(explicitUnset, "u.json"), makeSample());
+}
+
+TEST(StepEndpointsFormat, TextCarriesThemOnlyWhenSet) {
+  const Algorithm a = makeSampleWithEndpoints();
+  const std::string text = printText(a);
+  EXPECT_THAT(text, HasSubstr("\n    0: send input[0] -> output[0] count=2 peer=2 channel=3 "
+                              "hasdep\n"));
+  EXPECT_THAT(text, HasSubstr("\n    3: nop input[0] -> input[0] count=1 channel=0 "
+                              "deps=(0,2),(2,1)\n"));
+  EXPECT_THAT(text, HasSubstr("\n    0: recv input[0] -> output[0] count=2 peer=0\n"));
+  EXPECT_EQ(parseText(text, "e.txt"), a);
+  EXPECT_EQ(readAlgorithms(text, "e.txt"), std::vector<Algorithm>{a});
+  EXPECT_THAT(printText(makeSample()), Not(HasSubstr("peer=")));
+}
+
+TEST(StepEndpointsFormat, DotShowsThem) {
+  const std::string dot = writeDot(makeSampleWithEndpoints());
+  EXPECT_THAT(dot, HasSubstr("r0_t0_s0 [label=\"0: send in[0] -> out[0] x2 peer=2 ch=3\", "
+                             "peripheries=2];"));
+  EXPECT_THAT(dot, HasSubstr("r0_t1_s3 [label=\"3: nop ch=0\"];"));
+  EXPECT_THAT(writeDot(makeSample()), Not(HasSubstr("peer=")));
+}
+
+TEST(StepEndpointsFormat, JsonRejectsBadValuesNamingTheStep) {
+  const std::string good = writeJson(makeSampleWithEndpoints());
+  auto errorFor = [&](const std::string& from, const std::string& to) {
+    std::string json = good;
+    const auto at = json.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    json.replace(at, from.size(), to);
+    return parseErrorOf([&] { readJson(json, "p.json"); });
+  };
+  EXPECT_THAT(errorFor(R"("peer": 2)", R"("peer": 3)"),
+              HasSubstr("p.json: ranks[0].threadblocks[0].steps[0].peer: is 3 (expected -1 for "
+                        "the threadblock's peer, or a rank in 0..2)"));
+  EXPECT_THAT(errorFor(R"("peer": 2)", R"("peer": -2)"),
+              HasSubstr("ranks[0].threadblocks[0].steps[0].peer: is -2 (expected -1"));
+  EXPECT_THAT(errorFor(R"("channel": 3)", R"("channel": -7)"),
+              HasSubstr("p.json: ranks[0].threadblocks[0].steps[0].channel: is -7 (expected -1 "
+                        "for the threadblock's channel, or a channel >= 0)"));
+  EXPECT_THAT(errorFor(R"("peer": 0)", R"("peer": "0")"),
+              HasSubstr("ranks[1].threadblocks[0].steps[0].peer: is a string (expected an "
+                        "integer)"));
+  EXPECT_THAT(errorFor(R"("channel": 3)", R"("channel": 3000000000)"),
+              HasSubstr("ranks[0].threadblocks[0].steps[0].channel: is 3000000000 (expected an "
+                        "integer in"));
+}
+
+TEST(StepEndpointsFormat, TextRejectsBadValuesNamingTheStep) {
+  const std::string good = printText(makeSampleWithEndpoints());
+  auto errorFor = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    return parseErrorOf([&] { parseText(text, "t.txt"); });
+  };
+  EXPECT_THAT(errorFor("peer=2 ", "peer=3 "),
+              HasSubstr("t.txt:4: rank 0 tb 0 step 0: peer has value '3' (expected -1 for the "
+                        "threadblock's peer, or a rank in 0..2)"));
+  EXPECT_THAT(errorFor("peer=0\n", "peer=x\n"),
+              HasSubstr("rank 1 tb 0 step 0: peer has value 'x' (expected -1"));
+  EXPECT_THAT(errorFor("channel=0 deps", "channel=-3 deps"),
+              HasSubstr("t.txt:11: rank 0 tb 1 step 3: channel has value '-3' (expected -1 for "
+                        "the threadblock's channel, or a channel >= 0)"));
+  EXPECT_THAT(errorFor("peer=2 ", "peer=2 peer=1 "), HasSubstr("key 'peer' appears twice"));
+  EXPECT_THAT(errorFor("hasdep\n", "color=red\n"),
+              HasSubstr("(expected count=, peer=, channel=, deps= or hasdep)"));
+}
+
+TEST(StepEndpointsFormat, MscclXmlWriterRefusesThemNamingTheStep) {
+  const Algorithm a = makeSampleWithEndpoints();
+  const std::string expected =
+      "cannot write MSCCL XML for 'sample \"all ops\" <&>': rank 0 tb 0 step 0 (send) names "
+      "peer 2 / channel 3, but MSCCL XML has no per-step peer or channel (a step uses its <tb>'s "
+      "send, recv and chan); write the chorus JSON or text format instead (--format json or "
+      "--format text)";
+  EXPECT_EQ(limitErrorOf(a), expected);
+  // Not a runtime limit: refused with the limit checks off too, and through format dispatch.
+  EXPECT_EQ(limitErrorOf(a, {.checkLimits = false}), expected);
+  EXPECT_THROW(writeAlgorithm(a, Format::xml), FormatLimitError);
+  Algorithm channelOnly = makeSample();
+  channelOnly.ranks[2].threadblocks[0].steps[0].channel = 1;
+  EXPECT_THAT(limitErrorOf(channelOnly), HasSubstr("rank 2 tb 0 step 0 (send) names channel 1, "
+                                                   "but MSCCL XML has no per-step peer"));
+  // JSON and text take them.
+  EXPECT_NO_THROW(writeAlgorithm(a, Format::json));
+  EXPECT_NO_THROW(writeAlgorithm(a, Format::text));
+}
+
 }  // namespace
 }  // namespace chorus::ir
