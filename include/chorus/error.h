@@ -75,6 +75,14 @@ class SimulationError : public UserError {
   using UserError::UserError;
 };
 
+// A plan (ir::Algorithm) that breaks the IR's rules reached a stage that runs or simulates it
+// without verifying it first (e.g. `chorus run FILE`): a two-sided step that names its own peer
+// or channel. Names the rank, threadblock and step, and the fix.
+class PlanError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
 // Thrown by CHORUS_INTERNAL_ASSERT: a bug in chorus itself, never caused by user input.
 class InternalError : public std::logic_error {
  public:

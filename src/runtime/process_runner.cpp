@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/step_endpoints.h"
 #include "runtime/interpreter.h"
 #include "support/error.h"
 #include "transport/file_store.h"
@@ -427,6 +428,7 @@ void throwFirstFailure(const std::vector<RankOutcome>& outcomes) {
 }
 
 ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRunOptions& options) {
+  ir::requireStepEndpoints(algorithm, "run");  // plans arrive here unverified (chorus run FILE)
   const int iterations = std::max(1, options.iterations);
   RankProcessOptions launch;
   launch.nranks = algorithm.nranks;
