@@ -1,6 +1,7 @@
 // `chorus verify`, `run` and `simulate` on a plan file whose two-sided step names its own peer and
 // channel (only one-sided ops may): verify reports the step, run and simulate refuse the plan
-// (exit 1) instead of running it on the threadblock's connection.
+// (exit 1) instead of running it on the threadblock's connection; and an MSCCL++ execution plan
+// is recognised and refused as not supported yet (exit 2).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -66,6 +67,19 @@ TEST(StepEndpointsCli, WithoutTheStepsPeerAndChannelThePlanIsValid) {
                                         "' | " + chorus::testing_support::cli() + " verify -");
   EXPECT_EQ(result.exitCode, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("[allreduce.ring]: ok"));
+}
+
+TEST(StepEndpointsCli, MscclppPlanIsRecognisedAndNotSupportedYet) {
+  TempDir dir;
+  const std::string plan = dir.write(
+      "mscclpp.json",
+      R"({"name": "allreduce", "collective": "allreduce", "protocol": "Simple", "inplace": true,
+          "gpus": [{"id": 0, "threadblocks": [{"id": 0, "ops": [{"name": "put"}]}]}],
+          "num_threads_per_block": 1024})");
+  const CommandResult result = runCli("verify '" + plan + "'");
+  EXPECT_EQ(result.exitCode, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("mscclpp.json: this is an MSCCL++ execution plan"));
+  EXPECT_THAT(result.output, HasSubstr("chorus does not read those yet"));
 }
 
 }  // namespace

@@ -868,5 +868,137 @@ TEST(StepEndpointsFormat, MscclXmlWriterRefusesThemNamingTheStep) {
   EXPECT_NO_THROW(writeAlgorithm(a, Format::text));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Format detection by content (readAlgorithms, detectFormat)
+
+// The shape of an MSCCL++ execution plan (microsoft/mscclpp test/execution-files): key names
+// only, values made up.
+constexpr std::string_view kMscclppLikePlan = R"({
+  "name": "allreduce_packet",
+  "collective": "allreduce",
+  "protocol": "LL",
+  "inplace": true,
+  "gpus": [
+    {"id": 0, "input_chunks": 2, "output_chunks": 0, "scratch_chunks": 4,
+     "threadblocks": [{"id": 0, "ops": [{"name": "put", "channel_ids": [0]},
+                                        {"name": "signal"}, {"name": "wait"}],
+                       "channels": [{"channel_type": "memory", "channel_ids": [0]}]}]}
+  ],
+  "num_threads_per_block": 1024
+}
+)";
+
+std::string readErrorOf(std::string_view text, const std::string& source = "in") {
+  return parseErrorOf([&] { readAlgorithms(text, source); });
+}
+
+TEST(FormatDetection, NamesEachFormatByContent) {
+  const Algorithm a = makeSample();
+  EXPECT_EQ(detectFormat(writeMscclXml(a)), "MSCCL XML");
+  EXPECT_EQ(detectFormat(writeJson(a)), "chorus JSON");
+  EXPECT_EQ(detectFormat(printText(a)), "chorus text IR");
+  EXPECT_EQ(detectFormat(writeDot(a)), "DOT");
+  EXPECT_EQ(detectFormat(kMscclppLikePlan), "MSCCL++ execution plan");
+  EXPECT_EQ(detectFormat("{\"a\": 1}"), std::nullopt);
+  EXPECT_EQ(detectFormat("<html></html>"), std::nullopt);
+  EXPECT_EQ(detectFormat("algorithms are fun"), std::nullopt);
+  EXPECT_EQ(detectFormat(""), std::nullopt);
+}
+
+TEST(FormatDetection, MscclXmlAfterDeclarationCommentsAndDoctype) {
+  const Algorithm a = makeSample();
+  const std::string xml =
+      "\xEF\xBB\xBF<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!-- made by "
+      "hand <algo> -->\n<!DOCTYPE algo [ <!ENTITY x \"y\"> ]>\n" +
+      writeMscclXml(a);
+  EXPECT_EQ(detectFormat(xml), "MSCCL XML");
+  EXPECT_EQ(readAlgorithms(xml, "d.xml"), std::vector<Algorithm>{a});
+  // A truncated <algo> still goes to the XML reader, whose message names the line.
+  EXPECT_THAT(readErrorOf("<algo name=\"x\"", "bad.xml"), HasSubstr("bad.xml:1: malformed XML"));
+}
+
+TEST(FormatDetection, RefusesXmlThatIsNotMscclXml) {
+  const std::string html = readErrorOf(
+      "<!DOCTYPE html>\n<html><head><title>algo</title></head><body><algo/></body></html>\n",
+      "page.html");
+  EXPECT_THAT(html, HasSubstr("page.html: unrecognized format: the input is XML whose first "
+                              "element is <html>, not MSCCL XML (<algo> elements)"));
+  EXPECT_THAT(html, HasSubstr("chorus reads MSCCL XML (<algo> elements), chorus JSON (an object "
+                              "with \"format\": \"chorus-ir\") and the chorus text IR"));
+  EXPECT_THAT(readErrorOf("<algorithm name=\"x\"/>"),
+              HasSubstr("XML whose first element is <algorithm>"));
+  EXPECT_THAT(readErrorOf("<?xml version=\"1.0\"?>\n<!-- nothing -->\n"),
+              HasSubstr("unrecognized format: the input is XML without an element"));
+}
+
+TEST(FormatDetection, ChorusJsonByItsFormatMarkerAnywhereAtTheTop) {
+  const Algorithm a = makeSample();
+  std::string json = writeJson(a);
+  // Move "format" from the first to the last member: still chorus JSON.
+  const std::string marker = "\n  \"format\": \"chorus-ir\",";
+  json.erase(json.find(marker), marker.size());
+  json.insert(json.rfind('}'), ",\"format\": \"chorus-ir\"\n");
+  EXPECT_EQ(detectFormat(json), "chorus JSON");
+  EXPECT_EQ(readAlgorithms(json, "moved.json"), std::vector<Algorithm>{a});
+  // A nested "format" does not count.
+  EXPECT_EQ(detectFormat(R"({"meta": {"format": "chorus-ir"}})"), std::nullopt);
+  // Malformed chorus JSON after the marker gets the JSON reader's message.
+  EXPECT_THAT(readErrorOf("{\"format\": \"chorus-ir\", \"version\": ", "t.json"),
+              HasSubstr("t.json: malformed JSON"));
+}
+
+TEST(FormatDetection, MscclppPlanIsNotSupportedYet) {
+  const std::string message = readErrorOf(kMscclppLikePlan, "allreduce_packet.json");
+  EXPECT_THAT(message, HasSubstr("allreduce_packet.json: this is an MSCCL++ execution plan"));
+  EXPECT_THAT(message, HasSubstr("chorus does not read those yet"));
+  EXPECT_THAT(message, HasSubstr("chorus JSON (an object with \"format\": \"chorus-ir\")"));
+  // Recognised by gpus -> threadblocks -> ops alone (older plans spell the other keys
+  // differently), or by num_threads_per_block.
+  EXPECT_THAT(readErrorOf(R"({"gpus": [{"threadblocks": [{"ops": []}]}]})"),
+              HasSubstr("this is an MSCCL++ execution plan"));
+  EXPECT_THAT(readErrorOf(R"({"num_threads_per_block": 512, "gpus": []})"),
+              HasSubstr("this is an MSCCL++ execution plan"));
+  // "gpus" alone is not enough.
+  EXPECT_THAT(readErrorOf(R"({"gpus": [{"threadblocks": [{"steps": []}]}]})"),
+              HasSubstr("unrecognized format"));
+}
+
+TEST(FormatDetection, OtherJsonIsDescribed) {
+  EXPECT_THAT(readErrorOf(R"({"version": 1, "name": "x", "ranks": []})", "old.json"),
+              HasSubstr("old.json: unrecognized format: the input is a JSON object with the "
+                        "top-level keys \"version\", \"name\", \"ranks\": neither chorus JSON "
+                        "(no \"format\": \"chorus-ir\") nor an MSCCL++ execution plan"));
+  EXPECT_THAT(readErrorOf(R"({"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8})"),
+              HasSubstr("keys \"a\", \"b\", \"c\", \"d\", \"e\", \"f\" and 2 more:"));
+  EXPECT_THAT(readErrorOf(R"({"format": "msccl", "nranks": 2})"),
+              HasSubstr("the input is a JSON object whose \"format\" is \"msccl\", not "
+                        "\"chorus-ir\""));
+  EXPECT_THAT(readErrorOf(R"({"format": "chorus-topology/1", "name": "t"})"),
+              HasSubstr("a chorus topology file (\"format\": \"chorus-topology/1\"); pass it to "
+                        "--topology"));
+  EXPECT_THAT(readErrorOf("[1, 2]"), HasSubstr("unrecognized format: the input is a JSON array"));
+  EXPECT_THAT(readErrorOf("{}"), HasSubstr("the input is an empty JSON object"));
+  const std::string malformed = readErrorOf("{\"a\": [1, 2}", "m.json");
+  EXPECT_THAT(malformed, HasSubstr("m.json: malformed JSON: "));
+  EXPECT_THAT(malformed, HasSubstr("chorus reads MSCCL XML"));
+}
+
+TEST(FormatDetection, TextIrAfterCommentsAndDotAndOtherText) {
+  const Algorithm a = makeSample();
+  const std::string text = "# plan made by hand\n\n   # indented comment\n" + printText(a);
+  EXPECT_EQ(detectFormat(text), "chorus text IR");
+  EXPECT_EQ(readAlgorithms(text, "c.txt"), std::vector<Algorithm>{a});
+  EXPECT_THAT(readErrorOf("# only\n# comments\n", "c.txt"),
+              HasSubstr("c.txt: unrecognized format: the input is only '#' comments"));
+  EXPECT_THAT(readErrorOf("# header\nrank 0 input=1 output=0 scratch=0\n"),
+              HasSubstr("the input is text starting with 'rank 0 input=1 outpu' after its "
+                        "comments"));
+  EXPECT_THAT(readErrorOf("algorithmic notes\n"),
+              HasSubstr("the input is text starting with 'algorithmic notes'"));
+  const std::string dot = readErrorOf("/* picture */\nstrict digraph \"x\" {}\n", "x.dot");
+  EXPECT_THAT(dot, HasSubstr("x.dot: unrecognized format: this is a DOT graph"));
+  EXPECT_THAT(dot, HasSubstr("DOT is output only"));
+}
+
 }  // namespace
 }  // namespace chorus::ir
