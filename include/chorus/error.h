@@ -75,6 +75,15 @@ class SimulationError : public UserError {
   using UserError::UserError;
 };
 
+// A plan (ir::Algorithm) cannot be run or simulated as written: it breaks the IR's rules and
+// reached a stage that does not verify it first (e.g. `chorus run FILE`: a two-sided step that
+// names its own peer or channel), or it uses an op that stage does not run (a one-sided op).
+// Names the rank, threadblock and step, and the fix.
+class PlanError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
 // Thrown by CHORUS_INTERNAL_ASSERT: a bug in chorus itself, never caused by user input.
 class InternalError : public std::logic_error {
  public:

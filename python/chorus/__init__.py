@@ -14,7 +14,7 @@ Plans are run, simulated and loaded with ``chorus.run``, ``chorus.simulate`` and
 
 from . import _chorus
 from ._chorus import (CommError, CompileError, Error, FormatLimitError, OptionError, ParseError,
-                      Plan, ProgramError, SimulationError, TimeoutError, VerifyReport)
+                      Plan, PlanError, ProgramError, SimulationError, TimeoutError, VerifyReport)
 from .execute import (RunResult, SimResult, WrongResultError, input_elements, load,
                       output_elements, parse, parse_size, run, simulate, topologies)
 
@@ -22,7 +22,8 @@ __version__ = _chorus.__version__
 
 __all__ = [
     "__version__", "Error", "ProgramError", "CompileError", "OptionError", "ParseError",
-    "FormatLimitError", "TimeoutError", "CommError", "SimulationError", "WrongResultError",
+    "FormatLimitError", "TimeoutError", "CommError", "SimulationError", "PlanError",
+    "WrongResultError",
     "Plan", "VerifyReport", "RunResult", "SimResult", "run", "simulate", "load", "parse",
     "parse_size", "topologies", "input_elements", "output_elements",
 ]

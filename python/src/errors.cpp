@@ -17,6 +17,7 @@ void registerErrors(py::module_& module) {
   py::register_exception<TimeoutError>(module, "TimeoutError", base.ptr());
   py::register_exception<CommError>(module, "CommError", base.ptr());
   py::register_exception<SimulationError>(module, "SimulationError", base.ptr());
+  py::register_exception<PlanError>(module, "PlanError", base.ptr());
 }
 
 }  // namespace chorus::python

@@ -7,6 +7,7 @@
 
 #include "api/call_tag.h"
 #include "api/group.h"
+#include "ir/step_endpoints.h"
 #include "runtime/datatype.h"
 #include "support/error.h"
 #include "support/log.h"
@@ -230,6 +231,14 @@ std::shared_ptr<const api::CallShape> Communicator::Impl::makeShape(const api::C
         rank_, name, shape->plan.name, shape->plan.source, ir::collectiveName(a.collective),
         a.nranks, rooted(a.collective) ? fmt::format(" with root {}", a.root) : std::string(), name,
         size_, rooted(call.kind) ? fmt::format(" with root {}", call.root) : std::string()));
+  // Plan files are verified when loaded (selection/plan_files.cpp); a provider may hand over
+  // plans nobody verified, and the interpreter runs two-sided steps only.
+  try {
+    ir::requireStepEndpoints(a, "run");
+  } catch (const PlanError& error) {
+    throw PlanError(
+        fmt::format("rank {}: {}: {} ({})", rank_, name, error.what(), shape->plan.source));
+  }
   shape->name = std::string(name);
   shape->details = describeShape(call, inPlace, shape->plan);
   shape->tagBase = tagBaseOf(call, shape->plan);

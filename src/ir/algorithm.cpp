@@ -5,10 +5,6 @@
 #include <limits>
 #include <string>
 
-#include <fmt/format.h>
-
-#include "support/error.h"
-
 namespace chorus::ir {
 
 namespace {
@@ -114,19 +110,6 @@ std::string opMscclCodeList() {
   for (const auto& row : kOpTable.rows)
     if (row.mscclCode) out += (out.empty() ? "" : ", ") + std::string(row.mscclCode);
   return out;
-}
-
-void requireTwoSidedOps(const Algorithm& algorithm, std::string_view consumer) {
-  for (const auto& rank : algorithm.ranks)
-    for (const auto& tb : rank.threadblocks)
-      for (std::size_t s = 0; s < tb.steps.size(); ++s)
-        if (opTakesStepPeer(tb.steps[s].op))
-          throw FormatLimitError(fmt::format(
-              "'{}' rank {} tb {} step {}: op '{}' is a one-sided operation (it takes its peer "
-              "and channel from the step), which {} does not run yet: it runs ops that move data "
-              "over their "
-              "threadblock's connections",
-              algorithm.name, rank.rank, tb.id, s, opName(tb.steps[s].op), consumer));
 }
 
 std::string_view bufferName(BufferKind buffer) {

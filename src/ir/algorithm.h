@@ -47,6 +47,13 @@ struct StepRef {
 
 struct Step {
   OpKind op = OpKind::nop;
+  // The remote rank and the channel of a one-sided operation (put, get, signal, wait, flush:
+  // MSCCL++ execution plans); -1 means "the threadblock's". Two-sided ops (every op above)
+  // move data over their threadblock's connections (Threadblock::sendPeer/recvPeer/channel)
+  // and must leave both at -1: the verifier reports a step that sets them, and the runtime and
+  // simulator entry points refuse it (ir/step_endpoints.h).
+  int peer = -1;
+  int channel = -1;
   BufferKind srcBuffer = BufferKind::input;
   int srcIndex = 0;
   BufferKind dstBuffer = BufferKind::input;
@@ -115,11 +122,6 @@ std::optional<OpKind> parseOpName(std::string_view name);       // long form
 std::optional<OpKind> parseOpMscclCode(std::string_view code);  // short code
 std::string opNameList();
 std::string opMscclCodeList();
-
-// Throws FormatLimitError naming the first step whose op takes its peer from the step (a
-// one-sided operation, opTakesStepPeer), which `consumer` ("the CPU interpreter", "the
-// simulator") does not run yet.
-void requireTwoSidedOps(const Algorithm& algorithm, std::string_view consumer);
 std::string_view bufferName(BufferKind buffer);                    // "input", "output", "scratch"
 char bufferMscclCode(BufferKind buffer);                           // 'i', 'o', 's'
 std::optional<BufferKind> parseBufferName(std::string_view name);  // long form or i/o/s

@@ -39,11 +39,20 @@ std::string nodeId(int rank, int tb, int step) {
   return fmt::format("r{}_t{}_s{}", rank, tb, step);
 }
 
+// A step's own peer and channel, when set: " peer=3 ch=1".
+std::string endpointLabel(const Step& step) {
+  std::string out;
+  if (step.peer != -1) out += fmt::format(" peer={}", step.peer);
+  if (step.channel != -1) out += fmt::format(" ch={}", step.channel);
+  return out;
+}
+
 std::string stepLabel(int index, const Step& step) {
-  if (opMovesNoData(step.op)) return fmt::format("{}: {}", index, opName(step.op));
-  return fmt::format("{}: {} {}[{}] -> {}[{}] x{}", index, opName(step.op),
+  if (opMovesNoData(step.op))
+    return fmt::format("{}: {}{}", index, opName(step.op), endpointLabel(step));
+  return fmt::format("{}: {} {}[{}] -> {}[{}] x{}{}", index, opName(step.op),
                      shortBuffer(step.srcBuffer), step.srcIndex, shortBuffer(step.dstBuffer),
-                     step.dstIndex, step.count);
+                     step.dstIndex, step.count, endpointLabel(step));
 }
 
 std::string peerText(int peer) {

@@ -17,9 +17,20 @@ enum class Format { xml, json, text, dot };
 // "xml", "json", "text" (or "txt"), "dot"; case-insensitive. nullopt for anything else.
 std::optional<Format> parseFormatName(std::string_view name);
 
-// Reads every algorithm in `text`, choosing the format from its content: first non-blank
-// character '<' -> MSCCL XML (possibly several <algo>), '{' -> chorus JSON, the word
-// "algorithm" (or a '#' comment) -> text IR. Throws ParseError otherwise, listing the formats.
+// Which format `text` is in, judged by its content with an ordered table of probes: "MSCCL XML"
+// (XML whose first element, after any declaration, comments and DOCTYPE, is <algo>), "chorus
+// JSON" (a JSON object whose "format" is "chorus-ir"), "MSCCL++ execution plan" (a JSON object
+// with "gpus", each with "threadblocks" of "ops", or "num_threads_per_block"), "chorus text IR"
+// (an 'algorithm' line first, after blank and '#' comment lines), "DOT" ([strict] digraph or
+// graph); nullopt for anything else. Pure.
+std::optional<std::string_view> detectFormat(std::string_view text);
+
+// Reads every algorithm in `text` (MSCCL XML may hold several <algo>), with the reader of the
+// format detectFormat finds. Throws ParseError naming `sourceName`: the reader's, or for an
+// MSCCL++ execution plan "this is an MSCCL++ execution plan; chorus does not read those yet",
+// for DOT "DOT is output only", and for anything else "unrecognized format" with what the
+// input looks like (other JSON: its top-level keys or "format"; other XML: its first element;
+// malformed JSON: the parser's message); each lists the formats chorus reads.
 std::vector<Algorithm> readAlgorithms(std::string_view text, const std::string& sourceName);
 
 // Reads a file ("-" = standard input) with readAlgorithms; ParseError names the path.

@@ -17,7 +17,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr std::string_view kFormatName = "chorus-ir";
+constexpr std::string_view kFormatName = kChorusJsonFormat;
 constexpr int kVersion = 1;
 
 // ---------------------------------------------------------------------------------------------
@@ -38,7 +38,17 @@ void appendLocation(std::string& out, BufferKind buffer, int index) {
 void appendStep(std::string& out, const Step& step) {
   out += "{\"op\": \"";
   out += opName(step.op);
-  out += "\", \"src\": ";
+  out += '"';
+  // Only when set, so plans without one-sided steps print as they always did.
+  if (step.peer != -1) {
+    out += ", \"peer\": ";
+    appendInt(out, step.peer);
+  }
+  if (step.channel != -1) {
+    out += ", \"channel\": ";
+    appendInt(out, step.channel);
+  }
+  out += ", \"src\": ";
   appendLocation(out, step.srcBuffer, step.srcIndex);
   out += ", \"dst\": ";
   appendLocation(out, step.dstBuffer, step.dstIndex);
@@ -304,7 +314,7 @@ class JsonReader {
     const Json& steps = array(value, path, "steps");
     tb.steps.reserve(steps.size());
     for (std::size_t s = 0; s < steps.size(); ++s) {
-      tb.steps.push_back(readStep(steps[s], stepsPath.element(static_cast<int>(s))));
+      tb.steps.push_back(readStep(steps[s], stepsPath.element(static_cast<int>(s)), nranks));
     }
     return tb;
   }
@@ -326,8 +336,22 @@ class JsonReader {
     index = integerValue(value[1], at.element(1), 0, std::numeric_limits<int>::max());
   }
 
-  Step readStep(const Json& value, const JsonPath& path) const {
-    expectObject(value, path, {"op", "src", "dst", "count", "deps", "hasDependents"});
+  // A step's optional "peer" or "channel": -1 (the threadblock's, as when absent) or at least
+  // `lo`, and at most `hi`.
+  int endpoint(const Json& object, const JsonPath& path, std::string_view key, long long lo,
+               long long hi, std::string_view accepted) const {
+    if (!object.contains(key)) return -1;
+    const JsonPath at = path.member(key);
+    const long long kMin = std::numeric_limits<int>::min();
+    const long long kMax = std::numeric_limits<int>::max();
+    const int v = integerValue(field(object, path, key), at, kMin, kMax);
+    if (v != -1 && (v < lo || v > hi)) fail(at, fmt::format("is {} (expected {})", v, accepted));
+    return v;
+  }
+
+  Step readStep(const Json& value, const JsonPath& path, int nranks) const {
+    expectObject(value, path,
+                 {"op", "peer", "channel", "src", "dst", "count", "deps", "hasDependents"});
     Step step;
     const std::string op = string(value, path, "op");
     auto kind = parseOpName(op);
@@ -336,6 +360,11 @@ class JsonReader {
            fmt::format("unknown op '{}' (expected one of {})", op, opNameList()));
     }
     step.op = *kind;
+    step.peer =
+        endpoint(value, path, "peer", 0, nranks - 1,
+                 fmt::format("-1 for the threadblock's peer, or a rank in 0..{}", nranks - 1));
+    step.channel = endpoint(value, path, "channel", 0, std::numeric_limits<int>::max(),
+                            "-1 for the threadblock's channel, or a channel >= 0");
     readLocation(value, path, "src", step.srcBuffer, step.srcIndex);
     readLocation(value, path, "dst", step.dstBuffer, step.dstIndex);
     step.count = integer(value, path, "count", 0, std::numeric_limits<int>::max());

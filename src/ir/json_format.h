@@ -9,7 +9,11 @@
 
 namespace chorus::ir {
 
-// Deterministic, 2-space indented JSON; each step is one line. Thread-safe.
+// The value of a chorus JSON file's top-level "format" member, by which readAlgorithms knows it.
+inline constexpr std::string_view kChorusJsonFormat = "chorus-ir";
+
+// Deterministic, 2-space indented JSON; each step is one line. A step's "peer" and "channel"
+// (Step::peer, Step::channel) are written only when set (not -1). Thread-safe.
 std::string writeJson(const Algorithm& algorithm);
 
 // Parses one algorithm. Throws ParseError naming `sourceName` and the JSON path of the bad field

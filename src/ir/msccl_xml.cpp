@@ -537,6 +537,28 @@ void checkLimits(const Algorithm& algorithm, const MscclWriteOptions& options) {
   }
 }
 
+// MSCCL XML names a step's connection only through its <tb> (send, recv, chan): a step that
+// names its own peer or channel cannot be written, whatever options.checkLimits says.
+void checkNoStepEndpoints(const Algorithm& algorithm) {
+  for (const RankProgram& program : algorithm.ranks) {
+    for (const Threadblock& tb : program.threadblocks) {
+      for (std::size_t s = 0; s < tb.steps.size(); ++s) {
+        const Step& step = tb.steps[s];
+        if (step.peer == -1 && step.channel == -1) continue;
+        std::string named;
+        if (step.peer != -1) named = fmt::format("peer {}", step.peer);
+        if (step.channel != -1)
+          named += fmt::format("{}channel {}", named.empty() ? "" : " / ", step.channel);
+        throw FormatLimitError(fmt::format(
+            "{} step {} ({}) names {}, but MSCCL XML has no per-step peer or channel (a step "
+            "uses its <tb>'s send, recv and chan); write the chorus JSON or text format instead "
+            "(--format json or --format text)",
+            limitContext(algorithm, program.rank, tb.id), s, opName(step.op), named));
+      }
+    }
+  }
+}
+
 void appendStep(std::string& out, int s, const Step& step, bool nop, StepRef dep, int depXml,
                 bool hasdep) {
   out += "      <step s=\"";
@@ -583,6 +605,7 @@ void appendAlgo(std::string& out, const Algorithm& algorithm, const MscclWriteOp
   CHORUS_INTERNAL_ASSERT(static_cast<int>(algorithm.ranks.size()) == algorithm.nranks,
                          "Algorithm::ranks must have nranks entries");
   requireMscclOps(algorithm);
+  checkNoStepEndpoints(algorithm);
   if (options.checkLimits) checkLimits(algorithm, options);
   std::string_view coll = collectiveName(algorithm.collective);
   if (options.legacyNames && algorithm.collective == CollectiveKind::reducescatter) {

@@ -36,7 +36,9 @@ std::vector<Algorithm> readMscclXmlFile(const std::string& path);
 // Deterministic XML in msccl-tools' layout (2-space indentation, reference attribute order).
 // Each dependency beyond a step's first becomes a preceding `nop` step, the exact inverse of the
 // reader. Throws FormatLimitError (naming rank, threadblock, step and the limit) when
-// options.checkLimits and the algorithm exceeds a runtime limit. Thread-safe.
+// options.checkLimits and the algorithm exceeds a runtime limit, and always when a step sets
+// Step::peer or Step::channel (MSCCL XML has no per-step peer; the reader never sets them).
+// Thread-safe.
 std::string writeMscclXml(const Algorithm& algorithm, const MscclWriteOptions& options = {});
 
 // Several algorithms in one file: the <algo> elements concatenated.

@@ -345,6 +345,16 @@ class TextParser {
                                      std::numeric_limits<int>::max()));
   }
 
+  // A step's "peer=" or "channel=" value: -1 (the threadblock's, as when absent) or 0..hi.
+  int endpoint(std::string_view text, const std::string& stepName, std::string_view key,
+               long long hi, std::string_view accepted) const {
+    auto value = parseTextInteger(text);
+    if (!value || (*value != -1 && (*value < 0 || *value > hi))) {
+      fail(fmt::format("{}: {} has value '{}' (expected {})", stepName, key, text, accepted));
+    }
+    return static_cast<int>(*value);
+  }
+
   // "(1,2),(3,4)"
   std::vector<StepRef> parseDeps(std::string_view text) const {
     std::vector<StepRef> deps;
@@ -404,6 +414,11 @@ class TextParser {
     parseLocation(tokens_[4], "the destination", step.dstBuffer, step.dstIndex);
     bool sawCount = false;
     bool sawDeps = false;
+    bool sawPeer = false;
+    bool sawChannel = false;
+    const std::string stepName =
+        fmt::format("rank {} tb {} step {}", algorithm_.ranks.size() - 1,
+                    algorithm_.ranks.back().threadblocks.size() - 1, index);
     for (std::size_t t = 5; t < tokens_.size(); ++t) {
       const std::string_view token = tokens_[t];
       if (token == "hasdep") {
@@ -414,13 +429,26 @@ class TextParser {
         sawCount = true;
         step.count =
             static_cast<int>(integer(token.substr(6), "count", 0, std::numeric_limits<int>::max()));
+      } else if (token.starts_with("peer=")) {
+        if (sawPeer) fail("key 'peer' appears twice");
+        sawPeer = true;
+        step.peer = endpoint(token.substr(5), stepName, "peer", algorithm_.nranks - 1,
+                             fmt::format("-1 for the threadblock's peer, or a rank in 0..{}",
+                                         algorithm_.nranks - 1));
+      } else if (token.starts_with("channel=")) {
+        if (sawChannel) fail("key 'channel' appears twice");
+        sawChannel = true;
+        step.channel =
+            endpoint(token.substr(8), stepName, "channel", std::numeric_limits<int>::max(),
+                     "-1 for the threadblock's channel, or a channel >= 0");
       } else if (token.starts_with("deps=")) {
         if (sawDeps) fail("key 'deps' appears twice");
         sawDeps = true;
         step.deps = parseDeps(token.substr(5));
       } else {
-        fail(fmt::format("unexpected '{}' in a step line (expected count=, deps= or hasdep)",
-                         token));
+        fail(fmt::format(
+            "unexpected '{}' in a step line (expected count=, peer=, channel=, deps= or hasdep)",
+            token));
       }
     }
     if (!sawCount) fail("the step line lacks 'count='");
@@ -526,6 +554,15 @@ std::string printText(const Algorithm& algorithm) {
         appendTextLocation(out, step.dstBuffer, step.dstIndex);
         out += " count=";
         appendInt(out, step.count);
+        // Only when set, so plans without one-sided steps print as they always did.
+        if (step.peer != -1) {
+          out += " peer=";
+          appendInt(out, step.peer);
+        }
+        if (step.channel != -1) {
+          out += " channel=";
+          appendInt(out, step.channel);
+        }
         if (!step.deps.empty()) {
           out += " deps=";
           for (std::size_t d = 0; d < step.deps.size(); ++d) {

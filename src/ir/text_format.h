@@ -16,6 +16,8 @@ namespace chorus::ir {
 //     tb 0 send=1 recv=3 channel=0
 //       0: send input[0] -> input[0] count=1
 //       1: recvReduceSend input[3] -> input[3] count=1 deps=(1,2) hasdep
+// A step's peer and channel (Step::peer, Step::channel) print as "peer=P channel=C" after
+// count=, each only when set (not -1).
 std::string printText(const Algorithm& algorithm);
 
 // Parses the output of printText (blank lines and lines starting with '#' are ignored).

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "ir/collective.h"
+#include "ir/step_endpoints.h"
 #include "ir/tiling.h"
 #include "runtime/idle_backoff.h"
 #include "runtime/post_ahead.h"
@@ -536,6 +537,7 @@ class RankExecutor {
 
   void derivePlanFacts() {
     PlanFacts& f = *facts_;
+    ir::requireStepEndpoints(a_, "run");  // plans may reach the interpreter unverified
     ir::requireTwoSidedOps(a_, "the CPU interpreter");
     f.maxCount = ir::largestMessageChunks(a_);
     f.reduces = false;

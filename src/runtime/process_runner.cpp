@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/step_endpoints.h"
 #include "runtime/interpreter.h"
 #include "support/error.h"
 #include "transport/file_store.h"
@@ -133,6 +134,9 @@ RankErrorKind classifyCurrentException(std::string* message) {
   } catch (const InternalError& e) {
     *message = e.what();
     return RankErrorKind::internal;
+  } catch (const PlanError& e) {
+    *message = e.what();
+    return RankErrorKind::plan;
   } catch (const std::exception& e) {
     *message = e.what();
     return RankErrorKind::other;
@@ -364,6 +368,8 @@ void waitForChildren(std::vector<Child>& children, std::vector<RankOutcome>& out
       throw CommError(message);
     case RankErrorKind::internal:
       throw InternalError(message);
+    case RankErrorKind::plan:
+      throw PlanError(message);
     case RankErrorKind::none:
     case RankErrorKind::other:
       break;
@@ -427,6 +433,7 @@ void throwFirstFailure(const std::vector<RankOutcome>& outcomes) {
 }
 
 ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRunOptions& options) {
+  ir::requireStepEndpoints(algorithm, "run");  // plans arrive here unverified (chorus run FILE)
   const int iterations = std::max(1, options.iterations);
   RankProcessOptions launch;
   launch.nranks = algorithm.nranks;

@@ -33,13 +33,14 @@ using ProcessRunReport = RunReport;
 // the slowest rank's last iteration). Throws the root-cause error of a failed rank as the same
 // type (OptionError, TimeoutError, CommError, ...) with that rank's message; a rank process that
 // dies is a CommError naming it and one still running after (iterations + 1) x timeout + 10 s is
-// killed and reported as a TimeoutError. The calling process may have threads, but the children
-// only run this call.
+// killed and reported as a TimeoutError. A step that names its own peer or channel is a PlanError
+// before any rank starts (ir::requireStepEndpoints). The calling process may have threads, but
+// the children only run this call.
 ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRunOptions& options);
 
 // ---- the process machinery ----------------------------------------------------------------
 
-enum class RankErrorKind { none, option, parse, compile, timeout, comm, internal, other };
+enum class RankErrorKind { none, option, parse, compile, timeout, comm, internal, plan, other };
 
 // How one rank process ended.
 struct RankOutcome {

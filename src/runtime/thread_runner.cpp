@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/step_endpoints.h"
 #include "runtime/interpreter.h"
 #include "support/error.h"
 #include "transport/thread/thread_group.h"
@@ -15,6 +16,7 @@ namespace chorus::runtime {
 
 ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOptions& options,
                              std::vector<std::vector<std::uint8_t>>* outputs) {
+  ir::requireStepEndpoints(algorithm, "run");  // plans arrive here unverified (chorus run FILE)
   const int n = algorithm.nranks;
   if (!options.givenInputs.empty() && static_cast<int>(options.givenInputs.size()) != n)
     throw OptionError(fmt::format("'{}' runs on {} ranks but {} input buffers were given",

@@ -16,7 +16,9 @@ namespace chorus::runtime {
 using ThreadRunOptions = RunOptions;
 using ThreadRunReport = RunReport;
 
-// Throws what a rank threw (TimeoutError, CommError, ...) after all rank threads have ended.
+// Throws PlanError before starting when a step names its own peer or channel
+// (ir::requireStepEndpoints), else what a rank threw (TimeoutError, CommError, ...) after all
+// rank threads have ended.
 // `outputs`, when given, receives each rank's output buffer (outputElements() elements) as
 // the last iteration left it.
 ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOptions& options,

@@ -48,6 +48,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "ir/step_endpoints.h"
 #include "ir/tiling.h"
 #include "perf/collective.h"
 #include "support/error.h"
@@ -1188,6 +1189,7 @@ std::optional<perf::Collective> benchCollective(ir::CollectiveKind kind) {
 
 SimResult simulate(const ir::Algorithm& algorithm, topology::Fabric& fabric,
                    const SimOptions& options) {
+  ir::requireStepEndpoints(algorithm, "simulated");  // plans may arrive unverified
   ir::requireTwoSidedOps(algorithm, "the simulator");
   return Simulation(algorithm, fabric, options).run();
 }

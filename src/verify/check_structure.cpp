@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/step_endpoints.h"
 #include "verify/step_access.h"
 
 namespace chorus::verify {
@@ -60,6 +61,11 @@ struct StructureChecker {
     auto where = [&] {
       return fmt::format("{} ({})", describeStepRef(rank, tbIndex, s), describeOp(tb, step));
     };
+    // A two-sided step that names its own peer or channel; the simulation-based checks (and the
+    // runtime) read only the threadblock's.
+    if (std::string issue = ir::stepEndpointIssue(program, tbIndex, s, algorithm.nranks);
+        !issue.empty())
+      fail(rank, tbIndex, s, std::move(issue));
     if (step.count < 1) {
       fail(rank, tbIndex, s,
            fmt::format("{} has count {}; a step moves at least 1 chunk", where(), step.count));

@@ -1,5 +1,6 @@
 // Structural checks of an ir::Algorithm before it is simulated (verify stage): rank and
-// threadblock numbering, peers, op/peer agreement, counts, buffer bounds, dependencies.
+// threadblock numbering, peers, op/peer agreement, steps' own peer and channel
+// (ir/step_endpoints.h), counts, buffer bounds, dependencies.
 #pragma once
 
 #include "ir/algorithm.h"

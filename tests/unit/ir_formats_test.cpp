@@ -747,5 +747,258 @@ TEST(MscclXmlLimits, ThreadblockIdLimit) {
   EXPECT_THAT(limitErrorOf(a), HasSubstr("rank 0 tb 1024: threadblock id 1024 exceeds"));
 }
 
+// ---------------------------------------------------------------------------------------------
+// A step's own peer and channel (Step::peer, Step::channel)
+
+// makeSample() with a step's peer and channel set on three steps (two-sided steps may not set
+// them, but the formats carry whatever the IR holds; the verifier judges).
+Algorithm makeSampleWithEndpoints() {
+  Algorithm a = makeSample();
+  a.ranks[0].threadblocks[0].steps[0].peer = 2;
+  a.ranks[0].threadblocks[0].steps[0].channel = 3;
+  a.ranks[0].threadblocks[1].steps[3].channel = 0;
+  a.ranks[1].threadblocks[0].steps[0].peer = 0;
+  return a;
+}
+
+TEST(StepEndpointsFormat, JsonCarriesThemOnlyWhenSet) {
+  const Algorithm a = makeSampleWithEndpoints();
+  const std::string json = writeJson(a);
+  EXPECT_THAT(json, HasSubstr(R"({"op": "send", "peer": 2, "channel": 3, "src": ["input", 0], )"));
+  EXPECT_THAT(json, HasSubstr(R"({"op": "nop", "channel": 0, "src": )"));
+  EXPECT_THAT(json, HasSubstr(R"({"op": "recv", "peer": 0, "src": ["input", 0], )"));
+  EXPECT_EQ(readJson(json, "e.json"), a);
+  EXPECT_EQ(readAlgorithms(json, "e.json"), std::vector<Algorithm>{a});
+  // Unset (-1) is not written: plans without them print exactly as before.
+  EXPECT_THAT(writeJson(makeSample()), Not(HasSubstr("\"peer\"")));
+  EXPECT_THAT(writeJson(makeSample()), Not(HasSubstr(R"("op": "send", "channel")")));
+  // An explicit -1 reads as unset.
+  std::string explicitUnset = writeJson(makeSample());
+  const std::string send = R"({"op": "send", )";
+  explicitUnset.replace(explicitUnset.find(send), send.size(),
+                        R"({"op": "send", "peer": -1, "channel": -1, )");
+  EXPECT_EQ(readJson(explicitUnset, "u.json"), makeSample());
+}
+
+TEST(StepEndpointsFormat, TextCarriesThemOnlyWhenSet) {
+  const Algorithm a = makeSampleWithEndpoints();
+  const std::string text = printText(a);
+  EXPECT_THAT(text, HasSubstr("\n    0: send input[0] -> output[0] count=2 peer=2 channel=3 "
+                              "hasdep\n"));
+  EXPECT_THAT(text, HasSubstr("\n    3: nop input[0] -> input[0] count=1 channel=0 "
+                              "deps=(0,2),(2,1)\n"));
+  EXPECT_THAT(text, HasSubstr("\n    0: recv input[0] -> output[0] count=2 peer=0\n"));
+  EXPECT_EQ(parseText(text, "e.txt"), a);
+  EXPECT_EQ(readAlgorithms(text, "e.txt"), std::vector<Algorithm>{a});
+  EXPECT_THAT(printText(makeSample()), Not(HasSubstr("peer=")));
+}
+
+TEST(StepEndpointsFormat, DotShowsThem) {
+  const std::string dot = writeDot(makeSampleWithEndpoints());
+  EXPECT_THAT(dot, HasSubstr("r0_t0_s0 [label=\"0: send in[0] -> out[0] x2 peer=2 ch=3\", "
+                             "peripheries=2];"));
+  EXPECT_THAT(dot, HasSubstr("r0_t1_s3 [label=\"3: nop ch=0\"];"));
+  EXPECT_THAT(writeDot(makeSample()), Not(HasSubstr("peer=")));
+}
+
+TEST(StepEndpointsFormat, JsonRejectsBadValuesNamingTheStep) {
+  const std::string good = writeJson(makeSampleWithEndpoints());
+  auto errorFor = [&](const std::string& from, const std::string& to) {
+    std::string json = good;
+    const auto at = json.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    json.replace(at, from.size(), to);
+    return parseErrorOf([&] { readJson(json, "p.json"); });
+  };
+  EXPECT_THAT(errorFor(R"("peer": 2)", R"("peer": 3)"),
+              HasSubstr("p.json: ranks[0].threadblocks[0].steps[0].peer: is 3 (expected -1 for "
+                        "the threadblock's peer, or a rank in 0..2)"));
+  EXPECT_THAT(errorFor(R"("peer": 2)", R"("peer": -2)"),
+              HasSubstr("ranks[0].threadblocks[0].steps[0].peer: is -2 (expected -1"));
+  EXPECT_THAT(errorFor(R"("channel": 3)", R"("channel": -7)"),
+              HasSubstr("p.json: ranks[0].threadblocks[0].steps[0].channel: is -7 (expected -1 "
+                        "for the threadblock's channel, or a channel >= 0)"));
+  EXPECT_THAT(errorFor(R"("peer": 0)", R"("peer": "0")"),
+              HasSubstr("ranks[1].threadblocks[0].steps[0].peer: is a string (expected an "
+                        "integer)"));
+  EXPECT_THAT(errorFor(R"("channel": 3)", R"("channel": 3000000000)"),
+              HasSubstr("ranks[0].threadblocks[0].steps[0].channel: is 3000000000 (expected an "
+                        "integer in"));
+}
+
+TEST(StepEndpointsFormat, TextRejectsBadValuesNamingTheStep) {
+  const std::string good = printText(makeSampleWithEndpoints());
+  auto errorFor = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    return parseErrorOf([&] { parseText(text, "t.txt"); });
+  };
+  EXPECT_THAT(errorFor("peer=2 ", "peer=3 "),
+              HasSubstr("t.txt:4: rank 0 tb 0 step 0: peer has value '3' (expected -1 for the "
+                        "threadblock's peer, or a rank in 0..2)"));
+  EXPECT_THAT(errorFor("peer=0\n", "peer=x\n"),
+              HasSubstr("rank 1 tb 0 step 0: peer has value 'x' (expected -1"));
+  EXPECT_THAT(errorFor("channel=0 deps", "channel=-3 deps"),
+              HasSubstr("t.txt:11: rank 0 tb 1 step 3: channel has value '-3' (expected -1 for "
+                        "the threadblock's channel, or a channel >= 0)"));
+  EXPECT_THAT(errorFor("peer=2 ", "peer=2 peer=1 "), HasSubstr("key 'peer' appears twice"));
+  EXPECT_THAT(errorFor("hasdep\n", "color=red\n"),
+              HasSubstr("(expected count=, peer=, channel=, deps= or hasdep)"));
+}
+
+TEST(StepEndpointsFormat, MscclXmlWriterRefusesThemNamingTheStep) {
+  const Algorithm a = makeSampleWithEndpoints();
+  const std::string expected =
+      "cannot write MSCCL XML for 'sample \"all ops\" <&>': rank 0 tb 0 step 0 (send) names "
+      "peer 2 / channel 3, but MSCCL XML has no per-step peer or channel (a step uses its <tb>'s "
+      "send, recv and chan); write the chorus JSON or text format instead (--format json or "
+      "--format text)";
+  EXPECT_EQ(limitErrorOf(a), expected);
+  // Not a runtime limit: refused with the limit checks off too, and through format dispatch.
+  EXPECT_EQ(limitErrorOf(a, {.checkLimits = false}), expected);
+  EXPECT_THROW(writeAlgorithm(a, Format::xml), FormatLimitError);
+  Algorithm channelOnly = makeSample();
+  channelOnly.ranks[2].threadblocks[0].steps[0].channel = 1;
+  EXPECT_THAT(limitErrorOf(channelOnly), HasSubstr("rank 2 tb 0 step 0 (send) names channel 1, "
+                                                   "but MSCCL XML has no per-step peer"));
+  // JSON and text take them.
+  EXPECT_NO_THROW(writeAlgorithm(a, Format::json));
+  EXPECT_NO_THROW(writeAlgorithm(a, Format::text));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Format detection by content (readAlgorithms, detectFormat)
+
+// The shape of an MSCCL++ execution plan (microsoft/mscclpp test/execution-files): key names
+// only, values made up.
+constexpr std::string_view kMscclppLikePlan = R"({
+  "name": "allreduce_packet",
+  "collective": "allreduce",
+  "protocol": "LL",
+  "inplace": true,
+  "gpus": [
+    {"id": 0, "input_chunks": 2, "output_chunks": 0, "scratch_chunks": 4,
+     "threadblocks": [{"id": 0, "ops": [{"name": "put", "channel_ids": [0]},
+                                        {"name": "signal"}, {"name": "wait"}],
+                       "channels": [{"channel_type": "memory", "channel_ids": [0]}]}]}
+  ],
+  "num_threads_per_block": 1024
+}
+)";
+
+std::string readErrorOf(std::string_view text, const std::string& source = "in") {
+  return parseErrorOf([&] { readAlgorithms(text, source); });
+}
+
+TEST(FormatDetection, NamesEachFormatByContent) {
+  const Algorithm a = makeSample();
+  EXPECT_EQ(detectFormat(writeMscclXml(a)), "MSCCL XML");
+  EXPECT_EQ(detectFormat(writeJson(a)), "chorus JSON");
+  EXPECT_EQ(detectFormat(printText(a)), "chorus text IR");
+  EXPECT_EQ(detectFormat(writeDot(a)), "DOT");
+  EXPECT_EQ(detectFormat(kMscclppLikePlan), "MSCCL++ execution plan");
+  EXPECT_EQ(detectFormat("{\"a\": 1}"), std::nullopt);
+  EXPECT_EQ(detectFormat("<html></html>"), std::nullopt);
+  EXPECT_EQ(detectFormat("algorithms are fun"), std::nullopt);
+  EXPECT_EQ(detectFormat(""), std::nullopt);
+}
+
+TEST(FormatDetection, MscclXmlAfterDeclarationCommentsAndDoctype) {
+  const Algorithm a = makeSample();
+  const std::string xml =
+      "\xEF\xBB\xBF<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!-- made by "
+      "hand <algo> -->\n<!DOCTYPE algo [ <!ENTITY x \"y\"> ]>\n" +
+      writeMscclXml(a);
+  EXPECT_EQ(detectFormat(xml), "MSCCL XML");
+  EXPECT_EQ(readAlgorithms(xml, "d.xml"), std::vector<Algorithm>{a});
+  // A truncated <algo> still goes to the XML reader, whose message names the line.
+  EXPECT_THAT(readErrorOf("<algo name=\"x\"", "bad.xml"), HasSubstr("bad.xml:1: malformed XML"));
+}
+
+TEST(FormatDetection, RefusesXmlThatIsNotMscclXml) {
+  const std::string html = readErrorOf(
+      "<!DOCTYPE html>\n<html><head><title>algo</title></head><body><algo/></body></html>\n",
+      "page.html");
+  EXPECT_THAT(html, HasSubstr("page.html: unrecognized format: the input is XML whose first "
+                              "element is <html>, not MSCCL XML (<algo> elements)"));
+  EXPECT_THAT(html, HasSubstr("chorus reads MSCCL XML (<algo> elements), chorus JSON (an object "
+                              "with \"format\": \"chorus-ir\") and the chorus text IR"));
+  EXPECT_THAT(readErrorOf("<algorithm name=\"x\"/>"),
+              HasSubstr("XML whose first element is <algorithm>"));
+  EXPECT_THAT(readErrorOf("<?xml version=\"1.0\"?>\n<!-- nothing -->\n"),
+              HasSubstr("unrecognized format: the input is XML without an element"));
+}
+
+TEST(FormatDetection, ChorusJsonByItsFormatMarkerAnywhereAtTheTop) {
+  const Algorithm a = makeSample();
+  std::string json = writeJson(a);
+  // Move "format" from the first to the last member: still chorus JSON.
+  const std::string marker = "\n  \"format\": \"chorus-ir\",";
+  json.erase(json.find(marker), marker.size());
+  json.insert(json.rfind('}'), ",\"format\": \"chorus-ir\"\n");
+  EXPECT_EQ(detectFormat(json), "chorus JSON");
+  EXPECT_EQ(readAlgorithms(json, "moved.json"), std::vector<Algorithm>{a});
+  // A nested "format" does not count.
+  EXPECT_EQ(detectFormat(R"({"meta": {"format": "chorus-ir"}})"), std::nullopt);
+  // Malformed chorus JSON after the marker gets the JSON reader's message.
+  EXPECT_THAT(readErrorOf("{\"format\": \"chorus-ir\", \"version\": ", "t.json"),
+              HasSubstr("t.json: malformed JSON"));
+}
+
+TEST(FormatDetection, MscclppPlanIsNotSupportedYet) {
+  const std::string message = readErrorOf(kMscclppLikePlan, "allreduce_packet.json");
+  EXPECT_THAT(message, HasSubstr("allreduce_packet.json: this is an MSCCL++ execution plan"));
+  EXPECT_THAT(message, HasSubstr("chorus does not read those yet"));
+  EXPECT_THAT(message, HasSubstr("chorus JSON (an object with \"format\": \"chorus-ir\")"));
+  // Recognised by gpus -> threadblocks -> ops alone (older plans spell the other keys
+  // differently), or by num_threads_per_block.
+  EXPECT_THAT(readErrorOf(R"({"gpus": [{"threadblocks": [{"ops": []}]}]})"),
+              HasSubstr("this is an MSCCL++ execution plan"));
+  EXPECT_THAT(readErrorOf(R"({"num_threads_per_block": 512, "gpus": []})"),
+              HasSubstr("this is an MSCCL++ execution plan"));
+  // "gpus" alone is not enough.
+  EXPECT_THAT(readErrorOf(R"({"gpus": [{"threadblocks": [{"steps": []}]}]})"),
+              HasSubstr("unrecognized format"));
+}
+
+TEST(FormatDetection, OtherJsonIsDescribed) {
+  EXPECT_THAT(readErrorOf(R"({"version": 1, "name": "x", "ranks": []})", "old.json"),
+              HasSubstr("old.json: unrecognized format: the input is a JSON object with the "
+                        "top-level keys \"version\", \"name\", \"ranks\": neither chorus JSON "
+                        "(no \"format\": \"chorus-ir\") nor an MSCCL++ execution plan"));
+  EXPECT_THAT(readErrorOf(R"({"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8})"),
+              HasSubstr("keys \"a\", \"b\", \"c\", \"d\", \"e\", \"f\" and 2 more:"));
+  EXPECT_THAT(readErrorOf(R"({"format": "msccl", "nranks": 2})"),
+              HasSubstr("the input is a JSON object whose \"format\" is \"msccl\", not "
+                        "\"chorus-ir\""));
+  EXPECT_THAT(readErrorOf(R"({"format": "chorus-topology/1", "name": "t"})"),
+              HasSubstr("a chorus topology file (\"format\": \"chorus-topology/1\"); pass it to "
+                        "--topology"));
+  EXPECT_THAT(readErrorOf("[1, 2]"), HasSubstr("unrecognized format: the input is a JSON array"));
+  EXPECT_THAT(readErrorOf("{}"), HasSubstr("the input is an empty JSON object"));
+  const std::string malformed = readErrorOf("{\"a\": [1, 2}", "m.json");
+  EXPECT_THAT(malformed, HasSubstr("m.json: malformed JSON: "));
+  EXPECT_THAT(malformed, HasSubstr("chorus reads MSCCL XML"));
+}
+
+TEST(FormatDetection, TextIrAfterCommentsAndDotAndOtherText) {
+  const Algorithm a = makeSample();
+  const std::string text = "# plan made by hand\n\n   # indented comment\n" + printText(a);
+  EXPECT_EQ(detectFormat(text), "chorus text IR");
+  EXPECT_EQ(readAlgorithms(text, "c.txt"), std::vector<Algorithm>{a});
+  EXPECT_THAT(readErrorOf("# only\n# comments\n", "c.txt"),
+              HasSubstr("c.txt: unrecognized format: the input is only '#' comments"));
+  EXPECT_THAT(readErrorOf("# header\nrank 0 input=1 output=0 scratch=0\n"),
+              HasSubstr("the input is text starting with 'rank 0 input=1 outpu' after its "
+                        "comments"));
+  EXPECT_THAT(readErrorOf("algorithmic notes\n"),
+              HasSubstr("the input is text starting with 'algorithmic notes'"));
+  const std::string dot = readErrorOf("/* picture */\nstrict digraph \"x\" {}\n", "x.dot");
+  EXPECT_THAT(dot, HasSubstr("x.dot: unrecognized format: this is a DOT graph"));
+  EXPECT_THAT(dot, HasSubstr("DOT is output only"));
+}
+
 }  // namespace
 }  // namespace chorus::ir

@@ -151,5 +151,62 @@ TEST(VerifyStructure, UnderivableCollectiveIsMalformed) {
   EXPECT_THAT(report.findings[0].message, HasSubstr("cannot tell which collective"));
 }
 
+// A step's own peer and channel are for one-sided ops; every op today is two-sided and moves
+// data over its threadblock's connections (ir/step_endpoints.h).
+TEST(VerifyStructure, TwoSidedStepNamesItsOwnPeerOrChannel) {
+  ir::Algorithm a = makeRingAllReduce(4);
+  a.ranks[1].threadblocks[0].steps[0].peer = 3;
+  a.ranks[1].threadblocks[0].steps[0].channel = 1;
+  Finding f = onlyFinding(a);
+  EXPECT_EQ(f.kind, FindingKind::malformed);
+  EXPECT_EQ(f.rank, 1);
+  EXPECT_EQ(f.tb, 0);
+  EXPECT_EQ(f.step, 0);
+  EXPECT_EQ(f.message,
+            "rank 1 tb 0 step 0 (send) names peer 3 / channel 1; send moves data over its "
+            "threadblock's connection (send peer 2, channel 0): remove the step's peer and "
+            "channel (set both to -1)");
+
+  // The peer the threadblock already has, or only a channel, is no better.
+  a = makeRingAllReduce(4);
+  a.ranks[2].threadblocks[0].steps[1].channel = 0;
+  f = onlyFinding(a);
+  EXPECT_EQ(f.step, 1);
+  EXPECT_EQ(f.message,
+            "rank 2 tb 0 step 1 (recvReduceSend) names channel 0; recvReduceSend moves data over "
+            "its threadblock's connections (recv peer 1, send peer 3, channel 0): remove the "
+            "step's peer and channel (set both to -1)");
+  a = makeRingAllReduce(4);
+  a.ranks[0].threadblocks[0].steps[6].peer = 3;
+  EXPECT_THAT(onlyFinding(a).message,
+              HasSubstr("rank 0 tb 0 step 6 (recv) names peer 3; recv moves data over its "
+                        "threadblock's connection (recv peer 3, channel 0)"));
+}
+
+TEST(VerifyStructure, StepPeerOutOfRangeAndLocalSteps) {
+  ir::Algorithm a = makeRingAllReduce(3);
+  a.ranks[0].threadblocks[0].steps[0].peer = 7;
+  EXPECT_THAT(onlyFinding(a).message,
+              HasSubstr("rank 0 tb 0 step 0 (send) names peer 7 (not a rank: this plan has ranks "
+                        "0..2); send moves data"));
+  a.ranks[0].threadblocks[0].steps[0].peer = -5;
+  EXPECT_THAT(onlyFinding(a).message, HasSubstr("names peer -5 (not a rank"));
+
+  a = makeRingAllReduce(3);
+  ir::Threadblock local = makeTb(1, -1, -1);
+  local.steps.push_back(makeStep(OpKind::copy, BufferKind::input, 0, BufferKind::input, 0));
+  local.steps.back().peer = 1;
+  local.steps.push_back(ir::Step{});
+  local.steps.back().channel = 2;
+  a.ranks[1].threadblocks.push_back(local);
+  const VerifyReport report = verifyAlgorithm(a);
+  ASSERT_EQ(report.findings.size(), 2u) << report.describe();
+  EXPECT_EQ(report.findings[0].message,
+            "rank 1 tb 1 step 0 (copy) names peer 1; copy is local to its rank and uses no "
+            "connection: remove the step's peer and channel (set both to -1)");
+  EXPECT_THAT(report.findings[1].message,
+              HasSubstr("rank 1 tb 1 step 1 (nop) names channel 2; nop moves no data"));
+}
+
 }  // namespace
 }  // namespace chorus::verify

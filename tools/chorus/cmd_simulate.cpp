@@ -20,6 +20,7 @@
 #include "algorithms/registry.h"
 #include "cli.h"
 #include "ir/formats.h"
+#include "ir/step_endpoints.h"
 #include "perf/collective.h"
 #include "perf/sweep.h"
 #include "shape_options.h"
@@ -160,6 +161,7 @@ std::vector<Plan> loadPlans(const SimulateArgs& args, const topology::Topology& 
       throw OptionError(fmt::format("'{}' is a plan for {} ranks, not --ranks {}", algorithm.name,
                                     algorithm.nranks, args.shape.ranks));
     }
+    ir::requireStepEndpoints(algorithm, "simulated");  // the simulator reads tbs' peers only
     plans.push_back(Plan{.algorithm = std::move(algorithm), .libraryName = {}});
   }
   return plans;

@@ -12,6 +12,7 @@
 
 #include "bind_lang.h"
 #include "ir/collective.h"
+#include "ir/step_endpoints.h"
 #include "runtime/datatype.h"
 #include "runtime/interpreter.h"
 #include "runtime/thread_runner.h"
@@ -115,6 +116,7 @@ std::size_t countForBytes(const PlanHandle& plan, const std::string& bytes,
 py::dict simulatePlan(const PlanHandle& plan, const std::string& topologyName, int nodes,
                       const std::string& bytes, int slots, const std::string& slotBytes,
                       bool tiling) {
+  ir::requireStepEndpoints(*plan.algorithm, "simulated");  // plans loaded from files
   const topology::Topology topology = topology::loadTopology(topologyName, nodes);
   topology::Fabric fabric(topology);
   sim::SimOptions options;
