@@ -1,5 +1,5 @@
 // The compiler pipeline: ir::Dag (traced DSL program) -> ir::Algorithm, one pass per file in
-// this folder (STYLE.md rules 1-2). compileProgram() is the one entry point.
+// this folder (CONTRIBUTING.md "Style"). compileProgram() is the one entry point.
 #pragma once
 
 #include <chrono>

@@ -1,6 +1,7 @@
 // ir::Algorithm: the finished, executable IR (rank -> threadblock -> steps), as described in
-// DESIGN.md "The IR". Produced by the compiler or by a reader (MSCCL XML, JSON, text); consumed
-// by the verifier, the writers, the simulator and the runtime. Plain data (STYLE.md rule 3).
+// docs/design.md "The IR". Produced by the compiler or by a reader (MSCCL XML, JSON, text);
+// consumed by the verifier, the writers, the simulator and the runtime. Plain data (CONTRIBUTING.md
+// "Style").
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The topology model (DESIGN.md "src/topology/"): a cluster of identical nodes joined by a
+// The topology model (docs/design.md "Layers"): a cluster of identical nodes joined by a
 // network. A node is a graph of devices (where ranks run) and switches (which only forward),
 // joined by links with a latency and a bandwidth per direction; NICs join devices to the
 // network. Plain data; Fabric (fabric.h) turns it into routes and shared resources.
