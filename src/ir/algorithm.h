@@ -17,7 +17,7 @@ enum class BufferKind : std::uint8_t { input, output, scratch };
 
 enum class Protocol : std::uint8_t { simple, ll, ll128 };
 
-// The most bytes one message of a plan with `protocol` carries (seed 000 §6.1: LL for
+// The most bytes one message of a plan with `protocol` carries (GC3 §6.1: LL for
 // latency, Simple for bandwidth): LL 8 KiB, LL128 64 KiB, Simple unbounded (the transport's
 // FIFO slot). Smaller messages start the pipeline sooner and keep a tile in cache between
 // phases; larger ones pay the per-message cost less often. The runtime and the simulator
@@ -38,7 +38,7 @@ enum class CollectiveKind : std::uint8_t {
 
 // Step operations. Receive-reduce ops (recvReduceCopy, recvReduceSend, recvReduceCopySend) take
 // their LOCAL operand from src: result = received ⊕ src (the MSCCL runtime's reading; see
-// docs/ir.md and reference/msccl-ir.md §1c).
+// docs/ir.md and docs/sources.md "MSCCL XML and runtime").
 enum class OpKind : std::uint8_t {
   send,                // send src[0..count) to the tb's send peer
   recv,                // receive from the tb's recv peer into dst
