@@ -1,7 +1,7 @@
-// Topology-aware trees (seed 004): every deterministic vector of MXNet's gpu_topology_test.cc
-// (reference/sim-synth.md §1.9), the dgx1 link matrix against §1.8, invariants of every tree
-// built from random matrices of 2..16 GPUs (seed printed), the best strategy never losing to
-// MXNet's, and the link-matrix reader's errors.
+// Topology-aware trees (MXNet trees): every deterministic vector of MXNet's gpu_topology_test.cc,
+// the dgx1 link matrix against MXNet's p3.16xlarge matrix (docs/sources.md "MXNet tree backend"),
+// invariants of every tree built from random matrices of 2..16 GPUs (seed printed), the best
+// strategy never losing to MXNet's, and the link-matrix reader's errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
