@@ -185,7 +185,7 @@ Topology dgx1() {
   return make("dgx1",
               "NVIDIA DGX-1 V100: 8 GPUs, NVLink2 hybrid cube-mesh (22.5 GB/s per link, 45 on "
               "double pairs), PCIe switches and QPI otherwise, 4 EDR NICs at 7.5 GB/s "
-              "(sim-synth.md 4; P2 efficiencies)",
+              "(docs/topology.md; P2 efficiencies)",
               b.take());
 }
 
@@ -208,7 +208,7 @@ Topology dgx2() {
   b.device(gpuModel("V100", 20 * kGB));
   return make("dgx2",
               "NVIDIA DGX-2: 16 V100 on NVSwitch at 135 GB/s/dir per GPU, 8 EDR NICs at 7.5 GB/s "
-              "(sim-synth.md 4)",
+              "(docs/topology.md)",
               b.take());
 }
 
@@ -222,7 +222,7 @@ Topology dgxA100() {
   b.device(gpuModel("A100", 20 * kGB));
   return make("dgx-a100",
               "NVIDIA DGX A100: 8 A100 on NVSwitch at 270 GB/s/dir per GPU, 8 HDR NICs at "
-              "24.8 GB/s, one per GPU (sim-synth.md 4; NVLink at P2's 90%, NICs at the IB data "
+              "24.8 GB/s, one per GPU (docs/topology.md; NVLink at P2's 90%, NICs at the IB data "
               "rate less packet headers)",
               b.take());
 }
@@ -237,7 +237,7 @@ Topology dgxH100() {
   b.device(gpuModel("H100", 36.7 * kGB));
   return make("dgx-h100",
               "NVIDIA DGX H100: 8 H100 on NVSwitch at 405 GB/s/dir per GPU, 8 NDR NICs at "
-              "49.7 GB/s, one per GPU (sim-synth.md 4; NVLink at the 90% rule, NICs at the IB "
+              "49.7 GB/s, one per GPU (docs/topology.md; NVLink at the 90% rule, NICs at the IB "
               "data rate less packet headers)",
               b.take());
 }
@@ -252,7 +252,7 @@ Topology hgxA100x16() {
   b.device(gpuModel("A100", 20 * kGB));
   return make("hgx-a100-16",
               "GCP a2-megagpu-16g (HGX A100 16-GPU): 16 A100 on NVSwitch at 270 GB/s/dir per "
-              "GPU, one 100 Gb/s NIC at 7.5 GB/s for all 16 (P2, seed 003 5)",
+              "GPU, one 100 Gb/s NIC at 7.5 GB/s for all 16 (P2 section 5; docs/topology.md)",
               b.take());
 }
 
@@ -277,7 +277,7 @@ Topology gcpV100() {
   return make("gcp-v100",
               "GCP V100 as P2 models it: 8 V100 in an NVLink ring at 135 GB/s/dir, a 32 GB/s "
               "PCIe switch per GPU pair, 2 CPUs of 4 GPUs joined through the NIC, one 100 Gb/s "
-              "NIC at 7.5 GB/s for all 8 (P2, seed 003 4, 5, Figure 9b)",
+              "NIC at 7.5 GB/s for all 8 (P2 sections 4-5, Figure 9b; docs/topology.md)",
               b.take());
 }
 
@@ -309,7 +309,7 @@ Topology summit() {
   b.nic({3, 4, 5}, kNicEfficiency * kEdr);
   return make("summit",
               "OLCF Summit node: 2 POWER9 + 6 V100, NVLink2 at 45 GB/s/dir (GPU-GPU, CPU-GPU), "
-              "X-Bus 57.6 GB/s, dual-rail EDR at 7.5 GB/s per NIC (sim-synth.md 4)",
+              "X-Bus 57.6 GB/s, dual-rail EDR at 7.5 GB/s per NIC (docs/topology.md)",
               b.take());
 }
 
@@ -321,7 +321,7 @@ Topology lassen() {
   Topology topology =
       make("lassen",
            "LLNL Lassen/Sierra node: 2 POWER9 + 4 V100, NVLink2 at 67.5 GB/s/dir, X-Bus "
-           "57.6 GB/s, one EDR NIC at 7.5 GB/s, 2:1 tapered network (sim-synth.md 4)",
+           "57.6 GB/s, one EDR NIC at 7.5 GB/s, 2:1 tapered network (docs/topology.md)",
            b.take());
   topology.network.oversubscription = 2;
   return topology;
@@ -442,7 +442,7 @@ Topology uniformTopology(int ranks, double latency, double bandwidth, double red
   Topology topology =
       make("uniform",
            fmt::format("{} ranks, every pair joined by its own {:g} GB/s, {:g} us link; "
-                       "reductions at {:g} GB/s (the alpha-beta-gamma model of seed 001)",
+                       "reductions at {:g} GB/s (the alpha-beta-gamma model; docs/sources.md)",
                        ranks, bandwidth / kGB, latency / kUs, reduceRate / kGB),
            b.take());
   topology.network.latency = 0;
