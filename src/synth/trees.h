@@ -56,7 +56,7 @@ std::vector<TreeEdge> listTreeEdges(const Tree& tree);  // non-self slot pairs, 
 // each GPU first appearing as the right child of exactly one transfer. Otherwise what is wrong.
 std::string describeTreeProblem(const Tree& tree, int ranks);
 
-// ---- MXNet's building blocks (gpu_topology.h), exposed for the unit tests of §1.9 ----------
+// ---- MXNet's building blocks (gpu_topology.h), exposed for gpu_topology_test.cc's vectors --
 
 // Smallest d >= 1 with 2^d >= n (at most kMaxTreeDepth): ComputeDepth.
 int computeDepth(int n);
