@@ -5,7 +5,7 @@
 //           ok: postcondition, deadlock freedom ..." and the XML of a 4-rank ring whose rank 0
 //           runs: send, recvReduceSend x2, recvReduceCopySend, recvCopySend x2, recv.
 //
-// Data movement for chunk 0 on 4 ranks (seed 000 §7.1.1, Figure 3b): a reduce-scatter pass
+// Data movement for chunk 0 on 4 ranks (GC3 §7.1.1, Figure 3b): a reduce-scatter pass
 // around the ring accumulates the sum, an all-gather pass copies it back around.
 //
 //    reduce-scatter:  r1 --in[0]--> r2 (+=) --> r3 (+=) --> r0 (+=)   r0 holds the sum

@@ -1,4 +1,4 @@
-// Lesson 2: a custom collective (AllToNext, seed 000 §7.4) and what the verifier says about a
+// Lesson 2: a custom collective (AllToNext, GC3 §7.4) and what the verifier says about a
 // wrong program.
 //
 // Run:      build/examples/example_02_custom_collective

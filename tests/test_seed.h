@@ -1,4 +1,4 @@
-// The seed of every randomized test (STYLE.md rule 11): one variable, CHORUS_TEST_SEED, for
+// The seed of every randomized test (CONTRIBUTING.md "Tests"): one variable, CHORUS_TEST_SEED, for
 // all test binaries. A test that draws random inputs seeds its generator with testSeed(); the
 // test prints the seed when it takes it and, when it fails, the command that reruns it exactly.
 #pragma once

@@ -36,7 +36,7 @@
 # Gloo runs N forked processes over tcp on 127.0.0.1. A peer whose binary was not built (CMake did
 # not find MPI or Gloo; scripts/install_deps.sh installs both) is skipped with a message.
 # Compare libraries within one run: this machine's memory bandwidth drifts between runs
-# (docs: ../shared/reference/peer-bench.md "Noise").
+# (docs/sources.md "Peer benchmarks").
 set -euo pipefail
 
 usage() {

@@ -257,7 +257,7 @@ int runBench(int argc, char** argv) {
   CLI::App app{"bench_gloo: chorus's benchmark sweep over Gloo collectives (float32, tcp)",
                "bench_gloo"};
   chorus::perf::BenchArgs args;
-  args.maxBatches = 25;  // Gloo's op times are bimodal; fewer, longer batches (peer-bench.md)
+  args.maxBatches = 25;  // Gloo's op times are bimodal; fewer, longer batches (docs/sources.md)
   int nranks = 2;
   app.add_option("-n,--ranks", nranks, "Processes to fork")->capture_default_str();
   chorus::perf::addBenchArgs(app, args);

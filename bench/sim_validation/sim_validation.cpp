@@ -19,9 +19,9 @@
 // Points whose NCCL algorithm reduces in the network (NVLS, NVLSTree, CollNet / SHARP) are
 // rejected: chorus does not model in-switch reduction.
 //
-// A benchmark, not a test: it asserts nothing about the errors (STYLE.md). Bad input (a missing
-// field, an unknown preset, a shape the preset does not have) is an error naming the point and
-// the field.
+// A benchmark, not a test: it asserts nothing about the errors (CONTRIBUTING.md "Benchmarks"). Bad
+// input (a missing field, an unknown preset, a shape the preset does not have) is an error naming
+// the point and the field.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

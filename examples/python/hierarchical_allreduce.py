@@ -1,4 +1,4 @@
-"""GC3's hierarchical AllReduce as §5.1 schedules it (seed 000 §2 Figure 3, §5.1).
+"""GC3's hierarchical AllReduce as §5.1 schedules it (GC3 §2 Figure 3, §5.1).
 
 Intra-node ring ReduceScatters on channel 0, inter-node rings on channel 1, intra-node ring
 AllGathers on channel 2, and `parallelize(N)` around the intra-node phases only. Prints the

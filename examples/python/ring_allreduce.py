@@ -1,4 +1,4 @@
-"""Ring AllReduce in chorus's Python DSL (seed 000 §7.1.1, Figure 3(b)).
+"""Ring AllReduce in chorus's Python DSL (GC3 §7.1.1, Figure 3(b)).
 
 Compiles the program with chorus's passes, verifies it, runs it on thread ranks with numpy
 arrays and simulates it on DGX A100 nodes:

@@ -1,5 +1,6 @@
 // Error types for chorus (public): user mistakes throw typed UserError subclasses; chorus's own
-// bugs fail CHORUS_INTERNAL_ASSERT. Every layer and the public API use these (STYLE.md rule 6).
+// bugs fail CHORUS_INTERNAL_ASSERT. Every layer and the public API use these (CONTRIBUTING.md
+// "Errors").
 #pragma once
 
 #include <source_location>

@@ -1,4 +1,4 @@
-// The chorus DSL (GC3 semantics, seed 000 §3, in C++): a Program traces chunk copies and
+// The chorus DSL (GC3 §3 semantics, in C++): a Program traces chunk copies and
 // reductions between per-rank input/output/scratch buffers into an ir::Dag, checking every
 // operation at trace time and the collective's postcondition at the end.
 #pragma once
@@ -161,7 +161,7 @@ std::shared_ptr<const ir::Collective> allToAll(int nranks, int chunkFactor, bool
 std::shared_ptr<const ir::Collective> broadcast(int nranks, int chunkFactor, int root,
                                                 bool inPlace);
 std::shared_ptr<const ir::Collective> reduce(int nranks, int chunkFactor, int root, bool inPlace);
-// AllToNext (seed 000 §7.4): rank i's input ends in rank i+1's output; the last rank sends nothing.
+// AllToNext (GC3 §7.4): rank i's input ends in rank i+1's output; the last rank sends nothing.
 std::shared_ptr<const ir::Collective> allToNext(int nranks, int chunkFactor);
 // AllToNext backward ("alltonext-backward"): rank i's input ends in rank i-1's output; rank 0
 // sends nothing.

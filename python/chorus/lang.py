@@ -1,4 +1,4 @@
-"""chorus.lang: the chorus DSL (GC3, seed 000 §3) in Python.
+"""chorus.lang: the chorus DSL (GC3 §3) in Python.
 
 One to one with the C++ DSL of ``include/chorus/lang.h``::
 
@@ -146,7 +146,7 @@ def Reduce(ranks, chunk_factor=1, root=0, in_place=False):
 
 
 def AllToNext(ranks, chunk_factor=1, backward=False):
-    """Seed 000 §7.4: rank r's input ends in rank r+1's output (r-1's with backward=True)."""
+    """GC3 §7.4: rank r's input ends in rank r+1's output (r-1's with backward=True)."""
     kind = "alltonext-backward" if backward else "alltonext"
     return Collective(_chorus.builtin_collective(kind, ranks, chunk_factor))
 

@@ -1,4 +1,5 @@
-// allgather.hierarchical: hierarchical AllGather with overlap (seed 002 Algorithm 1, §III-A)
+// allgather.hierarchical: hierarchical AllGather with overlap (MVAPICH all-to-all Algorithm 1,
+// §III-A)
 // for N nodes x G GPUs, rank (n,g) = n*G + g, out of place, chunk factor 1. Only the node
 // leaders (GPU 0) cross nodes; node n's chunks sit contiguously at output[n·G ..).
 //

@@ -1,4 +1,4 @@
-// allreduce.allpairs: two-step all-pairs AllReduce for small buffers (seed 000 §7.1.2; the
+// allreduce.allpairs: two-step all-pairs AllReduce for small buffers (GC3 §7.1.2; the
 // same shape as msccl-tools' allreduce_a100_allpairs, whose 8-rank output has 64 chunks).
 //
 // Algorithm, R ranks, chunk factor R*R, in place. Rank r owns block r = chunks r*R .. r*R+R-1.
@@ -55,7 +55,7 @@ std::unique_ptr<lang::Program> buildAllReduceAllPairs(const std::string& name,
 }
 
 // allreduce.oneshot: every rank sends its whole buffer to every other rank, and every rank
-// reduces all R copies itself (seed 001: the one-step "direct" AllReduce; NCCL's and MSCCL++'s
+// reduces all R copies itself (xCCL notes: the one-step "direct" AllReduce; NCCL's and MSCCL++'s
 // one-shot kernels for small messages). One communication step: the least latency, at R-1
 // times the ring's bytes, so it wins only for small buffers.
 //

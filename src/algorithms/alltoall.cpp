@@ -1,7 +1,7 @@
 // Flat AllToAll algorithms (any number of ranks p, out of place, chunk factor 1): alltoall.direct,
-// alltoall.pairwise and alltoall.scatter-destination (seed 002 Table I). All three move the same
-// p(p−1) chunks straight from source to destination; they differ only in the schedule, which is
-// what a chorus program can say about them. Node-shaped AllToAlls are in
+// alltoall.pairwise and alltoall.scatter-destination (MVAPICH all-to-all Table I). All three move
+// the same p(p−1) chunks straight from source to destination; they differ only in the schedule,
+// which is what a chorus program can say about them. Node-shaped AllToAlls are in
 // alltoall_hierarchical.cpp.
 //
 // What a schedule is on chorus's runtime (docs/compiler.md, docs/runtime.md): a threadblock has
@@ -14,7 +14,7 @@
 // are placed automatically: one per peer d, holding the send to d and the receive from d, in
 // ascending d, so every rank but 0 starts with rank 0 (the first visits all hit one receiver).
 //
-// Algorithm (pairwise, p−1 steps; Thakur et al. via seed 001 / sim-synth §2.1):
+// Algorithm (pairwise, p−1 steps; Thakur et al., docs/sources.md "α-β-γ closed forms"):
 //   step s = 1..p−1: rank r sends chunk r+s to rank r+s and receives from rank r−s (mod p);
 //   with `xor` = 1 (p a power of two) both partners are r XOR s, a true exchange.
 //   Step s is threadblock s−1 on every rank (sendTb = recvTb = s−1): in each step every rank
@@ -28,8 +28,8 @@
 //      step 2:   0->2 1->3 2->0 3->1
 //      step 3:   0->3 1->0 2->1 3->2
 //
-// Algorithm (scatter-destination; MPICH's medium-size AllToAll via seed 002 Table I): the same
-// staggered destinations r+1, r+2, …, r+p−1 (and sources r−1, r−2, …), but sends and receives
+// Algorithm (scatter-destination; MPICH's medium-size AllToAll via MVAPICH all-to-all Table I): the
+// same staggered destinations r+1, r+2, …, r+p−1 (and sources r−1, r−2, …), but sends and receives
 // live in separate threadblocks (sends 0..p−2, receives p−1..2p−3), so a rank pushes all its
 // chunks as fast as the FIFOs take them and never holds a send back behind a receive.
 // Its `window` (MPICH's block of posted requests) cannot be expressed: a threadblock has a

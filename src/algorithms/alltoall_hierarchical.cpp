@@ -1,9 +1,9 @@
 // Node-aware AllToAll algorithms for N nodes x G GPUs (rank (n,g) = n*G + g; out of place,
 // chunk factor 1; chunk (m,i) of every input goes to rank (m,i)): alltoall.two-step and
-// alltoall.three-step (seed 000 §7.3), alltoall.eager and alltoall.hierarchical (seed 002
+// alltoall.three-step (GC3 §7.3), alltoall.eager and alltoall.hierarchical (MVAPICH all-to-all
 // Algorithms 2 and 3). Chunks between GPUs of one node always go direct.
 //
-// Algorithm (two-step, seed 000 §7.3 Figure 8):
+// Algorithm (two-step, GC3 §7.3 Figure 8):
 //   1. For a destination (n,g) on another node than the source (m,i), the source first copies
 //      its chunk to its local peer (m,g), into scratch slot (n,i) of (m,g).
 //   2. (m,g) then sends the G chunks gathered for node n as one aggregated count-G transfer to
@@ -44,9 +44,9 @@
 // slot(b) = b, or b−1 when b > a), so every GPU's NIC carries about (N−1)/G of them. All pairs
 // run at once. One inter-node message per node pair instead of G (two-step) or G² (direct).
 //
-// Algorithm (hierarchical, seed 002 Algorithm 3 and §III-C): L = min(leaders, G) leader GPUs per
-// node, leader l owning the destination GPUs [l·G/L, (l+1)·G/L) and sitting on the first of
-// them. Intra-node chunks go direct; then N−1 pairwise steps between nodes: in step s node a
+// Algorithm (hierarchical, MVAPICH all-to-all Algorithm 3 and §III-C): L = min(leaders, G) leader
+// GPUs per node, leader l owning the destination GPUs [l·G/L, (l+1)·G/L) and sitting on the first
+// of them. Intra-node chunks go direct; then N−1 pairwise steps between nodes: in step s node a
 // routes to node a+s and receives from a−s, each leader gathering its node's chunks for its
 // share of GPUs into a temp buffer, exchanging with the same leader of the peer node (threadblock
 // s−1 on every leader: one send peer and one receive peer per step) and scattering what it
@@ -68,12 +68,12 @@
 //   of that message to its GPU as it lands: G inter-node messages per leader pair and step, each
 //   forwarded before the next arrives. forward=aggregated is the route above (one G·w message).
 //
-// Algorithm (eager, seed 002 Algorithm 2, shift pairing for any N and G): pairwise AllToAll
-// whose intra-node steps run beside the first inter-node ones. In step j rank (n,g) sends to
-// the remote rank ((n + 1 + (j−1) div G) mod N, (g + (j−1)) mod G), j = 1..(N−1)G, and for
-// j ≤ G−1 also to its local peer (n, g+j), receiving from the mirrored ranks. Each of the two is
-// its own threadblock (ids in step order, inter before intra), so step j's NVLink exchange
-// overlaps its IB exchange: max(G−1, (N−1)G) steps instead of NG−1.
+// Algorithm (eager, MVAPICH all-to-all Algorithm 2, shift pairing for any N and G): pairwise
+// AllToAll whose intra-node steps run beside the first inter-node ones. In step j rank (n,g) sends
+// to the remote rank ((n + 1 + (j−1) div G) mod N, (g + (j−1)) mod G), j = 1..(N−1)G, and for j ≤
+// G−1 also to its local peer (n, g+j), receiving from the mirrored ranks. Each of the two is its
+// own threadblock (ids in step order, inter before intra), so step j's NVLink exchange overlaps its
+// IB exchange: max(G−1, (N−1)G) steps instead of NG−1.
 #include <algorithm>
 #include <vector>
 

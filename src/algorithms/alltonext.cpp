@@ -1,4 +1,4 @@
-// alltonext: the custom AllToNext collective (seed 000 §7.4) for N nodes x G GPUs, chunk
+// alltonext: the custom AllToNext collective (GC3 §7.4) for N nodes x G GPUs, chunk
 // factor G, with the cross-node transfer spread over every GPU's network link like msccl-tools'
 // alltonext_forward / alltonext_backward. direction=forward (the default): rank i's input ends
 // in rank i+1's output, the last rank sends nothing. direction=backward (the

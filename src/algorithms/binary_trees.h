@@ -1,5 +1,5 @@
-// Binary trees over an ordered list of ranks, as NCCL's double binary tree builds them (seed 001
-// "Double Binary Trees"; Sanders, Speck and Träff's two-tree scheme), and the reduce-up /
+// Binary trees over an ordered list of ranks, as NCCL's double binary tree builds them (xCCL
+// notes "Double Binary Trees"; Sanders, Speck and Träff's two-tree scheme), and the reduce-up /
 // broadcast-down chunk operations over one. Shared by allreduce.double-binary-tree and the P²
 // Tree lowering (synth/p2_lower.h).
 #pragma once

@@ -2,8 +2,8 @@
 // its input to its own output first). Ranks are renumbered relative to the root:
 // v = (rank - root) mod R.
 //
-// broadcast.chain (seed 001 "Ring": data "split into multiple chunks and transferred one by
-// one", the pipelined chain; seed 000 §5.1 chunk pipelining):
+// broadcast.chain (xCCL notes "Ring": data "split into multiple chunks and transferred one by
+// one", the pipelined chain; GC3 §5.1 chunk pipelining):
 //   chunk factor k = pipeline. Piece j travels v = 0 -> 1 -> ... -> R-1; every piece is its own
 //   message, so while v forwards piece j it already receives piece j+1. R-1 hops fill the
 //   pipeline, then one piece arrives per step: T = (R + k - 2)(α + n/k · β).
@@ -12,8 +12,9 @@
 //                      step 2: 0 -p1-> 1 -p0-> 2
 //                      step 3: 0 -p2-> 1 -p1-> 2 -p0-> 3     (then p1, p2 drain into 3)
 //
-// broadcast.scatter-allgather (seed 001 "Binomial Tree" scatter + "Ring" All-Gather; van de
-// Geijn's long-message Broadcast, MPICH's scatter_ring_allgather; costs in sim-synth §2.1):
+// broadcast.scatter-allgather (xCCL notes "Binomial Tree" scatter + "Ring" All-Gather; van de
+// Geijn's long-message Broadcast, MPICH's scatter_ring_allgather; costs in docs/sources.md
+// "α-β-γ closed forms"):
 //   chunk factor R; block b = chunk b belongs to relative rank b.
 //   1. Binomial scatter: for mask = P/2, ..., 1 (P = the smallest power of two >= R) every v
 //      that is a multiple of 2*mask sends blocks v+mask .. min(v+2*mask, R)-1 (one message) to

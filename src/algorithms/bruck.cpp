@@ -1,7 +1,7 @@
 // Bruck algorithms (any number of ranks p, radix k = 2..8, out of place, chunk factor 1):
 // alltoall.bruck and allgather.bruck, ⌈log_k p⌉ rounds of at most k−1 aggregated messages per
-// rank instead of p−1 messages. seed 002 Table I (Bruck [13]); costs from seed 001 /
-// sim-synth §2.1.
+// rank instead of p−1 messages. MVAPICH all-to-all Table I (Bruck [13]); costs from
+// docs/sources.md "α-β-γ closed forms".
 //
 // Algorithm (AllToAll), rank r, block i = r's chunk for rank r+i (the "local rotation"):
 //   1. Rotation: block i starts at input[(r+i) mod p]. Nothing is copied; the program tracks

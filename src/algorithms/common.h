@@ -18,8 +18,8 @@ ParamInfo channelsParam();
 // The `channels` parameter of the node-shaped algorithms that run k instances (1..16, default
 // 1), with the algorithm's own description of what an instance is.
 ParamInfo instanceChannelsParam(std::string description);
-// The `forward` parameter of seed 002's hierarchical algorithms: 0 aggregated, 1 chunk (the
-// paper's form, the default), with the algorithm's own description.
+// The `forward` parameter of MVAPICH all-to-all's hierarchical algorithms: 0 aggregated, 1 chunk
+// (the paper's form, the default), with the algorithm's own description.
 ParamInfo forwardParam(std::string description);
 
 // Chunk parts of one node under k instances: the node's G GPUs hold k parts each, numbered

@@ -1,8 +1,8 @@
 // Direct algorithms: every block travels straight from its source to its destination rank in
 // one hop. allgather.direct and reducescatter.direct send all p−1 messages of a rank at once
-// (seed 001, the one-step "direct" collectives; ASTRA-sim's "direct" on a fully connected
-// fabric); reducescatter.pairwise sends the same messages in p−1 ordered steps (seed 001
-// "Ring" section: the Pairwise-Exchange Reduce-Scatter; Thakur, Rabenseifner & Gropp 2005).
+// (xCCL notes, the one-step "direct" collectives; ASTRA-sim's "direct" on a fully connected
+// fabric); reducescatter.pairwise sends the same messages in p−1 ordered steps (xCCL
+// notes "Ring" section: the Pairwise-Exchange Reduce-Scatter; Thakur, Rabenseifner & Gropp 2005).
 // All are out of place, chunk factor 1 (one chunk per block) and work for any p.
 #include <vector>
 

@@ -1,8 +1,8 @@
-// allreduce.double-binary-tree: NCCL's double binary tree AllReduce (seed 001 "Double Binary
-// Trees": "the leaves of one binary tree can be used as the nodes of another"; Sanders, Speck
-// and Träff's two-tree construction). Half of the buffer is reduced up and broadcast down each
-// of two binary trees, pipelined in `pipeline` pieces per half, so each rank sends and receives
-// about n in all while every tree stays ⌊lg p⌋ deep.
+// allreduce.double-binary-tree: NCCL's double binary tree AllReduce (xCCL notes "Double
+// Binary Trees": "the leaves of one binary tree can be used as the nodes of another"; Sanders,
+// Speck and Träff's two-tree construction). Half of the buffer is reduced up and broadcast down
+// each of two binary trees, pipelined in `pipeline` pieces per half, so each rank sends and
+// receives about n in all while every tree stays ⌊lg p⌋ deep.
 //
 // Algorithm, R ranks, k = pipeline, chunk factor 2k, in place:
 //   1. Tree shape over an ordered list of R ranks: the root of a range of list positions is the

@@ -1,4 +1,4 @@
-// Halving/doubling algorithms (seed 001 "Recursive-Doubling" and "Recursive-Halving"; costs and
+// Halving/doubling algorithms (xCCL notes "Recursive-Doubling" and "Recursive-Halving"; costs and
 // the non-power-of-two handling of Thakur, Rabenseifner & Gropp 2005 as in MPICH):
 // allreduce.recursive-doubling, allreduce.rabenseifner, reducescatter.recursive-halving,
 // reducescatter.recursive-doubling, allgather.recursive-doubling and reduce.rabenseifner, for
@@ -30,7 +30,7 @@
 //        m=1: r0 --B0--> r1,   r1 --B1--> r0;     r2 <-> r3 likewise
 //        m=2: r0 --B0B1--> r2, r2 --B2B3--> r0;   r1 <-> r3 likewise
 //
-// Recursive-doubling ReduceScatter (seed 001: "In step 1 of Reduce-Scatter, the data needed for
+// Recursive-doubling ReduceScatter (xCCL notes: "In step 1 of Reduce-Scatter, the data needed for
 // their result in each process is not exchanged [...] (n − n/p); in step 2, the data required by
 // themselves and by the processes communicated in the previous step [...] (n − 2n/p)"; MPICH's
 // reduce_scatter recursive doubling), core member v, masks m = 1, 2, ..., P/2, g = v's aligned

@@ -1,4 +1,4 @@
-// allreduce.hierarchical: N nodes x G GPUs, exactly GC3's running example (seed 000 §2,
+// allreduce.hierarchical: N nodes x G GPUs, exactly GC3's running example (§2,
 // Figures 2-3; channels as in §5.1).
 //
 // Algorithm, rank = node*G + gpu, chunk factor N*G, in place:
@@ -22,7 +22,7 @@
 //   schedule=1: chunk factor N*G*k; instance c runs steps 1-4 on chunks c*N*G .. (c+1)*N*G-1
 //     (contiguous, so every transfer keeps its count) with its phases on channels 3c, 3c+1,
 //     3c+2. The MSCCL XML format caps channels at 32, so XML export takes k <= 10.
-//   schedule=0: parallelize(k) over the whole program (seed 000 §5.1 chunk parallelization):
+//   schedule=0: parallelize(k) over the whole program (GC3 §5.1 chunk parallelization):
 //     the compiler cuts every chunk into k parts and gives each replica its own channels.
 #include <vector>
 

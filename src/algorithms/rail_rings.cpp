@@ -1,5 +1,5 @@
 // Rail rings (NCCL builds one ring per channel, each through another NIC:
-// ../shared/reference/runtimes.md "Transports, channels, proxy"; the ring itself is seed 001's).
+// docs/sources.md "NCCL constants and channels"; the ring itself is the xCCL notes' "Ring").
 #include "algorithms/rail_rings.h"
 
 namespace chorus::algorithms {

@@ -1,7 +1,7 @@
 // Ring algorithms: allreduce.ring, allgather.ring, reducescatter.ring, built from the ring
-// ReduceScatter / AllGather helpers of seed 000 Figure 3(b).
+// ReduceScatter / AllGather helpers of GC3 Figure 3(b).
 //
-// Algorithm (ring AllReduce, seed 000 §7.1.1), R ranks, chunk factor R, in place:
+// Algorithm (ring AllReduce, GC3 §7.1.1), R ranks, chunk factor R, in place:
 //   1. ReduceScatter: chunk c starts on rank c+1 and is reduced into ranks c+2, ..., c
 //      (R-1 hops); rank c then holds the full sum of chunk c.
 //   2. AllGather: the sum of chunk c travels c -> c+1 -> ... -> c-1 (R-1 copies).

@@ -1,4 +1,4 @@
-// Ring ReduceScatter / AllGather helpers (seed 000 Figure 3(b)).
+// Ring ReduceScatter / AllGather helpers (GC3 Figure 3(b)).
 #include "algorithms/ring_helpers.h"
 
 #include "support/error.h"

@@ -1,5 +1,5 @@
 // Ring ReduceScatter and AllGather over an arbitrary list of ranks, exactly as GC3's helper
-// functions (seed 000 §2, Figure 3(b)); reused by the ring and hierarchical algorithms.
+// functions (GC3 §2, Figure 3(b)); reused by the ring and hierarchical algorithms.
 #pragma once
 
 #include <span>
@@ -13,7 +13,7 @@ struct RingOptions {
   lang::Buffer buffer = lang::Buffer::input;  // buffer the ring works in, on every rank
   // Channel of every hop; -1 lets the compiler choose. With channelsPerRing > 1 the ring's
   // chunk r runs on channel (channel < 0 ? 0 : channel) + r % channelsPerRing, so successive
-  // transfers on each link alternate channels (seed 000 §7.1.1).
+  // transfers on each link alternate channels (GC3 §7.1.1).
   int channel = -1;
   int channelsPerRing = 1;
   // First chunk of ring position r's block; empty means offset + r*count. Lets a ring whose

@@ -1,7 +1,7 @@
-// Binomial-tree algorithms: broadcast.binomial, reduce.binomial and allreduce.binomial (seed 001
-// "Binomial Tree"), any number of ranks, chunk factor 1. Broadcast and Reduce take any root and
-// run out of place; each takes log2(R) rounds of one whole-buffer message per edge:
-// T = ceil(log2 R) * (α + nβ) (+ nγ for Reduce). AllReduce is in place and takes twice that.
+// Binomial-tree algorithms: broadcast.binomial, reduce.binomial and allreduce.binomial (xCCL
+// notes "Binomial Tree"), any number of ranks, chunk factor 1. Broadcast and Reduce take any root
+// and run out of place; each takes log2(R) rounds of one whole-buffer message per edge: T =
+// ceil(log2 R) * (α + nβ) (+ nγ for Reduce). AllReduce is in place and takes twice that.
 //
 // Algorithm, R ranks, ranks renumbered relative to the root (v = (r - root) mod R), P = the
 // smallest power of two >= R:
@@ -17,7 +17,7 @@
 //      broadcast, R = 6, root 0:      mask 4: 0 -> 4
 //                                     mask 2: 0 -> 2, 4 -> (6: none)
 //                                     mask 1: 0 -> 1, 2 -> 3, 4 -> 5
-//   AllReduce (seed 001: "a Reduce to rank 0 and then a Broadcast"), in place in the input:
+//   AllReduce (xCCL notes: "a Reduce to rank 0 and then a Broadcast"), in place in the input:
 //     1. the Reduce above with root 0, every rank accumulating in its own input;
 //     2. the Broadcast above from rank 0, each copy overwriting the receiver's partial sum.
 //

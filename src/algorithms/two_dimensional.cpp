@@ -4,8 +4,8 @@
 // all-gathers along the rows; Ying et al. (Google, "Image classification at supercomputer
 // scale", TPU pods) run half of the data in that order and the other half columns-first at the
 // same time, so both dimensions' links are busy throughout. Each phase is a ring over one row or
-// one column (seed 000 §2, Figure 3(b) helpers; the rings-per-dimension idea of seed 000 §2's
-// hierarchical AllReduce, seed 001 "Ring").
+// one column (GC3 §2, Figure 3(b) helpers; the rings-per-dimension idea of GC3 §2's
+// hierarchical AllReduce, xCCL notes "Ring").
 //
 // Algorithm, chunk factor 2*N*G, in place. Half A = chunks 0 .. NG-1, half B = NG .. 2NG-1.
 //   A1. Ring ReduceScatter along every row, N chunks per block: (r, c) ends with its row's sum

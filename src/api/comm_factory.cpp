@@ -101,8 +101,8 @@ std::vector<Communicator> makeProcessTransportThreadCommunicators(
 
 // Across hosts, AllReduces from this size up run hierarchically (nodes = hosts): shm inside
 // each host, tcp across, on 1/G of the data; AllToAlls below the other size run in two steps
-// (seed 002: aggregate inside a host, one exchange per host pair), which sends fewer, larger
-// messages over tcp. Both measured on namespace-hosts (docs/performance.md, issue 7).
+// (MVAPICH all-to-all: aggregate inside a host, one exchange per host pair), which sends fewer,
+// larger messages over tcp. Both measured on namespace-hosts (docs/performance.md, issue 7).
 constexpr std::string_view kHostAwareAllReduceMinBytes = "16K";
 constexpr std::string_view kHostAwareAllToAllMaxBytes = "512K";
 

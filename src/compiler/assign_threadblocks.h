@@ -1,6 +1,6 @@
 // Pass "assign-threadblocks": orders all instructions in one global list schedule and places
 // each on a threadblock (GC3 §5.2 thread block assignment), honouring the bound on outstanding
-// sends per connection (FIFO slots, seed 000 §6.1).
+// sends per connection (FIFO slots, GC3 §6.1).
 #pragma once
 
 #include "compiler/instr_graph.h"

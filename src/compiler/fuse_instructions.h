@@ -1,5 +1,5 @@
 // Pass "fuse-instructions": peephole fusion of a receive with the send that forwards its
-// result (GC3 §4.2, seed 000): recv+send -> recvCopySend, recvReduceCopy+send ->
+// result (GC3 §4.2): recv+send -> recvCopySend, recvReduceCopy+send ->
 // recvReduceCopySend, or recvReduceSend when the reduced value is dead after the send.
 #pragma once
 

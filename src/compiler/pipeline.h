@@ -1,5 +1,5 @@
 // The compiler pipeline: ir::Dag (traced DSL program) -> ir::Algorithm, one pass per file in
-// this folder (STYLE.md rules 1-2). compileProgram() is the one entry point.
+// this folder (CONTRIBUTING.md "Style"). compileProgram() is the one entry point.
 #pragma once
 
 #include <chrono>
@@ -19,7 +19,7 @@ struct CompileOptions {
   // cross-threadblock wait is worth (0 = pure load balance as in GC3; larger = fewer waits).
   int waitCost = 4;
   bool verify = true;  // run the verifier on the result (throws CompileError)
-  // By name, e.g. "fuse-instructions" (rcs/rrcs/rrs peephole fusion, seed 000 §4.2),
+  // By name, e.g. "fuse-instructions" (rcs/rrcs/rrs peephole fusion, GC3 §4.2),
   // "prune-waits".
   std::vector<std::string> disabledPasses;
   std::uint64_t minBytes = 0;

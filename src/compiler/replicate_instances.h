@@ -1,6 +1,6 @@
 // Pass "replicate-instances": applies program-wide instances and parallelize(n) scopes by
 // cutting every chunk into sub-chunks and replicating the affected operations, one replica per
-// sub-chunk range, each on its own channels (GC3 §5.1 chunk parallelization; seed 000).
+// sub-chunk range, each on its own channels (GC3 §5.1 chunk parallelization).
 #pragma once
 
 #include "compiler/instr_graph.h"

@@ -1,6 +1,7 @@
 // ir::Algorithm: the finished, executable IR (rank -> threadblock -> steps), as described in
-// DESIGN.md "The IR". Produced by the compiler or by a reader (MSCCL XML, JSON, text); consumed
-// by the verifier, the writers, the simulator and the runtime. Plain data (STYLE.md rule 3).
+// docs/design.md "The IR". Produced by the compiler or by a reader (MSCCL XML, JSON, text);
+// consumed by the verifier, the writers, the simulator and the runtime. Plain data (CONTRIBUTING.md
+// "Style").
 #pragma once
 
 #include <cstddef>
@@ -18,7 +19,7 @@ enum class BufferKind : std::uint8_t { input, output, scratch };
 
 enum class Protocol : std::uint8_t { simple, ll, ll128 };
 
-// The most bytes one message of a plan with `protocol` carries (seed 000 §6.1: LL for
+// The most bytes one message of a plan with `protocol` carries (GC3 §6.1: LL for
 // latency, Simple for bandwidth): LL 8 KiB, LL128 64 KiB, Simple unbounded (the transport's
 // FIFO slot). Smaller messages start the pipeline sooner and keep a tile in cache between
 // phases; larger ones pay the per-message cost less often. The runtime and the simulator

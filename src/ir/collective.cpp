@@ -331,7 +331,7 @@ class Reduce : public BuiltinCollective {
   }
 };
 
-// AllToNext (seed 000 §7.4): out(r)[j] = in(r-1, j) for r >= 1; the last rank's input and rank
+// AllToNext (GC3 §7.4): out(r)[j] = in(r-1, j) for r >= 1; the last rank's input and rank
 // 0's output are unused. Never aliased.
 class AllToNext : public BuiltinCollective {
  public:

@@ -1,6 +1,6 @@
 // Collective definitions: the precondition (which input chunk starts where) and postcondition
 // (which value each output chunk must end with) of every collective, as symbolic chunk values
-// (GC3 §3.1–3.2, seed 000). Shared by the DSL (trace-time checks) and the verifier.
+// (GC3 §3.1–3.2). Shared by the DSL (trace-time checks) and the verifier.
 #pragma once
 
 #include <compare>
@@ -130,7 +130,7 @@ struct CollectiveOptions {
 std::shared_ptr<const Collective> makeCollective(CollectiveKind kind,
                                                  const CollectiveOptions& options);
 
-// Custom collectives that chorus knows by exact name: "alltonext" (seed 000 §7.4; also
+// Custom collectives that chorus knows by exact name: "alltonext" (GC3 §7.4; also
 // "alltonext-forward", msccl-tools' program name) and "alltonext-backward" (rank r receives from
 // r+1; also "alltonext-backwards"). Returns nullptr for an unknown name. Users may register
 // more (thread-safe).

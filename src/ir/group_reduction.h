@@ -1,5 +1,5 @@
 // The group reduction: an in-place AllReduce inside each of several disjoint groups that
-// partition the ranks, the collective of P²'s reduction programs (seed 003 §3.2). Its name
+// partition the ranks, the collective of P²'s reduction programs (P² §3.2). Its name
 // carries the groups, "group-reduction:0,1,2,3;4,5,6,7", so an IR that names it (customName;
 // the MSCCL XML attribute "custom") is checked by the verifier and `chorus run` like a
 // built-in collective.

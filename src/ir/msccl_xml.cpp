@@ -19,7 +19,8 @@
 namespace chorus::ir {
 namespace {
 
-// MSCCL runtime limits (reference/msccl-ir.md §1c and §4).
+// MSCCL runtime limits (msccl-executor-nccl src/include/msccl/msccl_struct.h; docs/sources.md
+// "MSCCL XML and runtime").
 constexpr int kMaxCount = 71;            // cnt < MSCCL_MAX_COUNT (72)
 constexpr int kMaxOffset = 32767;        // offsets are int16
 constexpr int kMaxChannel = 31;          // chan 0..31 (32 channels)
@@ -355,7 +356,7 @@ class XmlReader {
         // srcbuf/srcoff are taken as written for every op. For the receive-reduce ops (rrc, rrs,
         // rrcs) the MSCCL runtime reads srcoff as the LOCAL operand (result = received ⊕ src),
         // which is also the IR's meaning, even where msccl-tools wrote the peer's offset
-        // (reference/msccl-ir.md §1c, "Local-operand mismatch"). No reinterpretation here.
+        // (docs/ir.md; docs/sources.md "MSCCL XML and runtime"). No reinterpretation here.
         Step step;
         step.op = *op;
         step.srcBuffer = buffer(node, "srcbuf");

@@ -1,6 +1,7 @@
-// MSCCL XML reader and writer for ir::Algorithm (reference/msccl-ir.md §1c): the interchange
-// format of msccl-tools and the MSCCL runtimes. Reading folds `nop` steps into dependencies;
-// writing expands extra dependencies back into `nop` steps and checks the runtime's limits.
+// MSCCL XML reader and writer for ir::Algorithm: the interchange format of msccl-tools and the
+// MSCCL runtimes (docs/ir.md; docs/sources.md "MSCCL XML and runtime"). Reading folds `nop` steps
+// into dependencies; writing expands extra dependencies back into `nop` steps and checks the
+// runtime's limits.
 #pragma once
 
 #include <string>
@@ -19,7 +20,8 @@ struct MscclWriteOptions {
   // for the old runtime); counts the `nop` steps the writer inserts. The CLI's
   // --msccl-max-steps. Must be at least 1.
   int maxStepsPerThreadblock = 64;
-  // Validate the runtime limits (reference/msccl-ir.md §4) and throw FormatLimitError.
+  // Validate the runtime limits (docs/sources.md "MSCCL XML and runtime") and throw
+  // FormatLimitError.
   bool checkLimits = true;
 };
 

@@ -17,7 +17,7 @@
 
 namespace chorus::ir {
 
-// Step operations (seed 000 §4: MSCCL's instruction set). Receive-reduce ops (recvReduceCopy,
+// Step operations (GC3 §4: MSCCL's instruction set). Receive-reduce ops (recvReduceCopy,
 // recvReduceSend, recvReduceCopySend) take their LOCAL operand from src: result = received ⊕
 // src (the MSCCL runtime's reading; docs/ir.md "The receive-reduce operand question").
 enum class OpKind : std::uint8_t {

@@ -1,5 +1,5 @@
 // How a call's chunks are cut into tiles (ir stage). An executor runs the whole program once
-// per tile, so phases pipeline (seed 000 §6.2), and the simulator costs the call tile by tile;
+// per tile, so phases pipeline (GC3 §6.2), and the simulator costs the call tile by tile;
 // both take the tiling from here, so they agree on every message size.
 #pragma once
 

@@ -2,7 +2,7 @@
 // streaming rates allow a 2-rank shared-memory collective, as nccl-tests busbw, so benchmarks
 // can print each size's fraction of it. The rates come from a probe run in the same benchmark
 // invocation, since this machine's memory bandwidth drifts between runs
-// (shared/reference/peer-bench.md "Noise").
+// (docs/sources.md "Peer benchmarks").
 //
 // Model (2 ranks; bytes of DRAM traffic the data must cause at least, at the probed rates):
 //   allreduce      5n of traffic at the `a += b` rate: inputs read (2n), outputs written (2n)

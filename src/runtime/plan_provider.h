@@ -1,5 +1,5 @@
 // The plan-provider interface: how a communicator asks for the ir::Algorithm to run for one
-// call. The runtime never builds plans itself (DESIGN.md "Data flow"); src/selection/ wires
+// call. The runtime never builds plans itself (docs/design.md "Data flow"); src/selection/ wires
 // this to the compiled algorithm library, CHORUS_ALGO, CHORUS_ALGO_DIR and the built-ins.
 #pragma once
 

@@ -1,8 +1,8 @@
-// Closed-form α-β-γ costs of the library algorithms as chorus compiles them (seed 001;
-// reference/sim-synth.md §2.1), on the machine of topology::uniformTopology: every rank pair has
-// its own duplex link, a send of B bytes keeps its threadblock busy B·β and arrives α later, a
-// reduction of B bytes costs B·γ, copies are free, threadblocks run concurrently, one message
-// per chunk (no tiling).
+// Closed-form α-β-γ costs of the library algorithms as chorus compiles them (xCCL notes; the
+// rows of docs/sources.md "α-β-γ closed forms", quoted below by name), on the machine of
+// topology::uniformTopology: every rank pair has its own duplex link, a send of B bytes keeps its
+// threadblock busy B·β and arrives α later, a reduction of B bytes costs B·γ, copies are free,
+// threadblocks run concurrently, one message per chunk (no tiling).
 //
 // Exact forms, not the paper's rounded ones, in two respects:
 //   1. Bytes: a chunk is ⌈count / q⌉ elements (the interpreter's chunking, which the simulator
@@ -18,7 +18,7 @@
 // (nullopt).
 //
 // With AlphaBetaGamma::onePort the forms are those of the one-port machine instead
-// (uniformTopology(..., sendPorts = 1), sim-synth §2.1's model): a rank's sends take turns and
+// (uniformTopology(..., sendPorts = 1), the closed forms' model): a rank's sends take turns and
 // each holds the port until its message arrived. The halving/doubling forms still need a power
 // of two; binomial broadcast and allreduce have one-port forms at any p.
 #include "sim/closed_form.h"
@@ -67,7 +67,7 @@ std::tuple<double, double, double> terms(const AlphaBetaGamma& cost) {
 
 using Form = std::function<std::optional<double>(const Call&)>;
 
-// ---- rings (seed 000 Figure 3(b); sim-synth §2.1 "Allreduce ring", "Allgather ring") --------
+// ---- rings (GC3 Figure 3(b); rows "Allreduce ring", "Allgather ring") -----------------------
 
 // 2(p−1)(α + cβ) + (p−1)cγ, c = ⌈n/p⌉: the paper's 2(p−1)α + 2(p−1)/p·nβ + (p−1)/p·nγ with
 // the chunk rounded as the runtime rounds it. Each step forwards as soon as it received.
@@ -77,20 +77,20 @@ std::optional<double> allReduceRing(const Call& call) {
   return 2 * (call.p - 1) * (a + c * b) + (call.p - 1) * c * g;
 }
 
-// (p−1)(α + cβ), c = the block: sim-synth "Allgather ring" (p−1)α + (p−1)/p·nβ.
+// (p−1)(α + cβ), c = the block: row "Allgather ring" (p−1)α + (p−1)/p·nβ.
 std::optional<double> allGatherRing(const Call& call) {
   const double c = chunkBytes(perf::Collective::allgather, call, 1);
   return (call.p - 1) * (call.cost.alpha + c * call.cost.beta);
 }
 
-// (p−1)(α + c(β + γ)), seed 000 Figure 3(b): the cost of sim-synth's "Reduce-scatter pairwise
+// (p−1)(α + c(β + γ)), GC3 Figure 3(b): the cost of row "Reduce-scatter pairwise
 // exchange" row, (p−1)α + (p−1)/p·n(β + γ), with the block rounded.
 std::optional<double> reduceScatterRing(const Call& call) {
   const double c = chunkBytes(perf::Collective::reducescatter, call, 1);
   return (call.p - 1) * (call.cost.alpha + c * (call.cost.beta + call.cost.gamma));
 }
 
-// ---- one-step and per-peer-threadblock algorithms (seed 001 direct; seed 002 Table I) -------
+// ---- one-step and per-peer-threadblock algorithms (xCCL notes; MVAPICH all-to-all Table I) --
 
 // α + cβ: every peer's block leaves on its own link at once. The paper's pairwise exchange,
 // (p−1)α + nβ, assumes one port and counts the rank's own block as sent.
@@ -100,21 +100,22 @@ std::optional<double> oneMessagePerPeer(perf::Collective collective, const Call&
 }
 
 // α + cβ + (p−1)cγ: the blocks arrive together; the receiver sums them one after the other
-// (rank order, one destination chunk). sim-synth pairwise row: (p−1)α + (p−1)/p·n(β + γ).
+// (rank order, one destination chunk). Row "Reduce-scatter pairwise exchange": (p−1)α +
+// (p−1)/p·n(β + γ).
 std::optional<double> reduceScatterPerPeer(const Call& call) {
   const double c = chunkBytes(perf::Collective::reducescatter, call, 1);
   const auto [a, b, g] = terms(call.cost);
   return a + c * b + (call.p - 1) * c * g;
 }
 
-// α + nβ + (p−1)nγ: everyone sends the whole buffer to everyone (seed 001 direct AllReduce).
+// α + nβ + (p−1)nγ: everyone sends the whole buffer to everyone (xCCL notes: direct AllReduce).
 std::optional<double> allReduceOneShot(const Call& call) {
   const double n = chunkBytes(perf::Collective::allreduce, call, 1);
   const auto [a, b, g] = terms(call.cost);
   return a + n * b + (call.p - 1) * n * g;
 }
 
-// ---- Bruck (seed 002 Table I; sim-synth "Allgather Bruck", "Alltoall Bruck"), radix 2 -------
+// ---- Bruck (MVAPICH all-to-all Table I; rows "Allgather Bruck", "Alltoall Bruck"), radix 2 --
 
 // Round h = 1, 2, 4, ... sends W[0, min(h, p−h)) to r−h. A round needs only the rounds that
 // filled what it sends (h' < min(h, p−h)), so a short last round overlaps the others:
@@ -160,7 +161,7 @@ std::optional<double> allToAllBruck(const Call& call) {
   return total;
 }
 
-// ---- binomial trees (seed 001 Binomial Tree; sim-synth "Bcast binomial", "Reduce binomial") -
+// ---- binomial trees (xCCL notes Binomial Tree; rows "Bcast binomial", "Reduce binomial") ----
 
 // When relative rank v's accumulation of its subtree is final: its children v + m (m = 1, 2,
 // ... below v's lowest set bit, any m for the root) each deliver their partial
@@ -195,7 +196,7 @@ std::optional<double> broadcastBinomial(const Call& call) {
   return floorLog2(call.p) * (call.cost.alpha + n * call.cost.beta);
 }
 
-// Reduce to rank 0 then broadcast, p = 2^k: 2 lg p(α + nβ) + lg p·nγ (seed 001 "Reduce then
+// Reduce to rank 0 then broadcast, p = 2^k: 2 lg p(α + nβ) + lg p·nγ (xCCL notes "Reduce then
 // Broadcast"); at other p the root's fused last reduction delays its other sends: no form.
 std::optional<double> allReduceBinomial(const Call& call) {
   if (!isPowerOfTwo(call.p)) return std::nullopt;
@@ -214,9 +215,9 @@ std::optional<double> broadcastChain(const Call& call) {
   return (call.p - 1) * (call.cost.alpha + c * call.cost.beta) + (kPieces - 1) * c * call.cost.beta;
 }
 
-// ---- halving / doubling (seed 001; sim-synth rows as named) ----------------------------------
+// ---- halving / doubling (xCCL notes; rows as named) ------------------------------------------
 
-// lg p(α + nβ + nγ), p = 2^k: sim-synth "Allreduce recursive doubling" exactly. At other p the
+// lg p(α + nβ + nγ), p = 2^k: row "Allreduce recursive doubling" exactly. At other p the
 // fold and unfold overlap the core rounds depending on each threadblock's step order: no form.
 std::optional<double> allReduceRecursiveDoubling(const Call& call) {
   if (!isPowerOfTwo(call.p)) return std::nullopt;
@@ -225,7 +226,7 @@ std::optional<double> allReduceRecursiveDoubling(const Call& call) {
   return floorLog2(call.p) * (a + n * b + n * g);
 }
 
-// 2 lg p·α + 2(p−1)cβ + (p−1)cγ, c = ⌈n/p⌉, p = 2^k: sim-synth "Allreduce Rabenseifner". At
+// 2 lg p·α + 2(p−1)cβ + (p−1)cγ, c = ⌈n/p⌉, p = 2^k: row "Allreduce Rabenseifner". At
 // other p the all-gather exchange with a folded rank can run in series (step order): no form.
 std::optional<double> allReduceRabenseifner(const Call& call) {
   if (!isPowerOfTwo(call.p)) return std::nullopt;
@@ -235,7 +236,7 @@ std::optional<double> allReduceRabenseifner(const Call& call) {
 }
 
 // P = 2^⌊lg p⌋ core, c = ⌈n/P⌉: recursive halving lg P·α + (P−1)c(β + γ), then the binomial
-// gather lg P·α + (P−1)cβ (sim-synth "Reduce: reduce-scatter + binomial gather"); at other p
+// gather lg P·α + (P−1)cβ (row "Reduce: reduce-scatter + binomial gather"); at other p
 // the extras' fold comes first, α + P·c(β + γ) (MPICH's pre step; P·c ≈ n).
 std::optional<double> reduceRabenseifner(const Call& call) {
   const int core = 1 << floorLog2(call.p);
@@ -246,7 +247,7 @@ std::optional<double> reduceRabenseifner(const Call& call) {
   return total;
 }
 
-// lg p·α + (p−1)cβ, p = 2^k: sim-synth "Allgather recursive doubling". Non-powers: the core's
+// lg p·α + (p−1)cβ, p = 2^k: row "Allgather recursive doubling". Non-powers: the core's
 // ranges differ in size per member and the exchanges' step order decides: no form.
 std::optional<double> allGatherRecursiveDoubling(const Call& call) {
   if (!isPowerOfTwo(call.p)) return std::nullopt;
@@ -254,7 +255,7 @@ std::optional<double> allGatherRecursiveDoubling(const Call& call) {
   return floorLog2(call.p) * call.cost.alpha + (call.p - 1) * c * call.cost.beta;
 }
 
-// lg p·α + (p−1)c(β + γ), p = 2^k: sim-synth "Reduce-scatter recursive halving". Non-powers
+// lg p·α + (p−1)c(β + γ), p = 2^k: row "Reduce-scatter recursive halving". Non-powers
 // as allGatherRecursiveDoubling: no form.
 std::optional<double> reduceScatterRecursiveHalving(const Call& call) {
   if (!isPowerOfTwo(call.p)) return std::nullopt;
@@ -264,19 +265,19 @@ std::optional<double> reduceScatterRecursiveHalving(const Call& call) {
 }
 
 // reducescatter.recursive-doubling: no form. Each round costs α + (p − m)c(β + γ) in the
-// paper's model (sim-synth "Reduce-scatter recursive doubling (non-commutative)"), but a rank
+// paper's model (row "Reduce-scatter recursive doubling (non-commutative)"), but a rank
 // reduces the received range in up to two pieces (where it wraps in the rank's rotated buffer),
 // and whether the compiler puts them on one threadblock or two decides how much of that γ
 // overlaps: the simulator comes in below the row by 1 block's γ at p = 8 and 3 at p = 16
 // (SimSynthRow bounds it).
 
-// ---- one port (sim-synth §2.1's model: DeviceModel::sendPorts == 1) --------------------------
+// ---- one port (the closed forms' model: DeviceModel::sendPorts == 1) -------------------------
 // A rank's sends take turns: each holds the port from its start until its message arrived, so
 // every send costs α + Bβ of the rank's time. Algorithms whose ranks never have two sends
 // ready at once (rings, recursive halving and doubling, Rabenseifner; binomial reduce, where a
 // rank sends once) keep their multi-port forms (entries() reuses them); those below change.
 
-// (p−1)(α + cβ), c = the block: sim-synth "Alltoall pairwise exchange" (p−1)α + nβ, whose nβ
+// (p−1)(α + cβ), c = the block: row "Alltoall pairwise exchange" (p−1)α + nβ, whose nβ
 // counts the rank's own block; exact is (p−1)/p·nβ. Also the direct and scatter-destination
 // alltoalls and allgather.direct (whose cost is the "Allgather ring" row): any p.
 std::optional<double> onePortPerPeer(perf::Collective collective, const Call& call) {
@@ -284,7 +285,7 @@ std::optional<double> onePortPerPeer(perf::Collective collective, const Call& ca
   return (call.p - 1) * (call.cost.alpha + c * call.cost.beta);
 }
 
-// ⌈lg p⌉α + (p−1)cβ: sim-synth "Allgather Bruck" with the block rounded, any p. The rounds
+// ⌈lg p⌉α + (p−1)cβ: row "Allgather Bruck" with the block rounded, any p. The rounds
 // take turns on the port, which is never idle (every rank runs the same schedule, so what a
 // round forwards arrived by the end of the rank's previous send), and a short last round no
 // longer overlaps the others.
@@ -294,7 +295,7 @@ std::optional<double> allGatherBruckOnePort(const Call& call) {
 }
 
 // Σ_x (α + m_x·cβ), m_x = |{i ∈ [1, p) : bit x of i set}|: the rounds take turns on the port,
-// never idle. For p = 2^k, m_x = p/2 and c = n/p: sim-synth "Alltoall Bruck" lg p·α +
+// never idle. For p = 2^k, m_x = p/2 and c = n/p: row "Alltoall Bruck" lg p·α +
 // (n/2)·lg p·β exactly; at other p the paper's p/2 rounds m_x up.
 std::optional<double> allToAllBruckOnePort(const Call& call) {
   const double c = chunkBytes(perf::Collective::alltoall, call, 1);
@@ -308,7 +309,7 @@ std::optional<double> allToAllBruckOnePort(const Call& call) {
   return total;
 }
 
-// ⌈lg p⌉(α + nβ), any p: sim-synth "Bcast binomial" lg p·α + lg p·nβ. A node serves its
+// ⌈lg p⌉(α + nβ), any p: row "Bcast binomial" lg p·α + lg p·nβ. A node serves its
 // children largest subtree first, so a subtree of depth d is done d(α + nβ) after its root
 // received: the farthest child's threadblock holds the copy or receive the others wait on,
 // and those others, ready at once, get the port from the highest threadblock (the farthest
@@ -318,7 +319,7 @@ std::optional<double> broadcastBinomialOnePort(const Call& call) {
   return ceilLog2(call.p) * (call.cost.alpha + n * call.cost.beta);
 }
 
-// (p + k − 2)(α + cβ), c = ⌈n/k⌉, k = 8 pieces: no sim-synth row; the textbook pipelined
+// (p + k − 2)(α + cβ), c = ⌈n/k⌉, k = 8 pieces: no row; the textbook pipelined
 // chain. Unlike the multi-port form a sender cannot push its next piece while the previous
 // one is in flight, so every piece pays α.
 std::optional<double> broadcastChainOnePort(const Call& call) {
@@ -327,7 +328,7 @@ std::optional<double> broadcastChainOnePort(const Call& call) {
   return (call.p + kPieces - 2) * (call.cost.alpha + c * call.cost.beta);
 }
 
-// (p−1)(α + cβ) + (p−1)cγ: sim-synth "Reduce-scatter pairwise exchange" (p−1)α +
+// (p−1)(α + cβ) + (p−1)cγ: row "Reduce-scatter pairwise exchange" (p−1)α +
 // (p−1)/p·n(β + γ) with the block rounded, any p; also reducescatter.direct. A receiver sums
 // in a fixed order whose first message arrives last (pairwise: step 1's threadblock copies
 // the own block first and asks for the port last; direct: every rank serves its peers in the
@@ -339,7 +340,7 @@ std::optional<double> reduceScatterPerPeerOnePort(const Call& call) {
   return (call.p - 1) * (a + c * b) + (call.p - 1) * c * g;
 }
 
-// (p−1)(α + nβ + nγ), any p: no sim-synth row. The reductions are in place, so the first one
+// (p−1)(α + nβ + nγ), any p: no row. The reductions are in place, so the first one
 // waits for the rank's own p−1 sends of the buffer, (p−1)(α + nβ), and the rest follow in turn.
 std::optional<double> allReduceOneShotOnePort(const Call& call) {
   const double n = chunkBytes(perf::Collective::allreduce, call, 1);
@@ -349,7 +350,7 @@ std::optional<double> allReduceOneShotOnePort(const Call& call) {
 
 // S(root) + ⌈lg p⌉(α + nβ), any p: binomial reduce (binomialReduceFinish: each rank sends
 // once, so the port changes nothing) then the one-port binomial broadcast; for p = 2^k the
-// sim-synth rows "Reduce binomial" + "Bcast binomial", 2 lg p(α + nβ) + lg p·nγ.
+// rows "Reduce binomial" + "Bcast binomial", 2 lg p(α + nβ) + lg p·nγ.
 std::optional<double> allReduceBinomialOnePort(const Call& call) {
   const double n = chunkBytes(perf::Collective::allreduce, call, 1);
   return binomialReduceFinish(call.p, n, call.cost).front() +

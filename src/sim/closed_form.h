@@ -1,6 +1,6 @@
-// Closed-form α-β-γ costs of the classic algorithms (seed 001; reference/sim-synth.md §2.1,
-// Thakur, Rabenseifner & Gropp 2005): the simulator's fast analytic mode and the reference its
-// event-driven mode is tested against.
+// Closed-form α-β-γ costs of the classic algorithms (xCCL notes; docs/sources.md "α-β-γ closed
+// forms", Thakur, Rabenseifner & Gropp 2005): the simulator's fast analytic mode and the reference
+// its event-driven mode is tested against.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@ struct AlphaBetaGamma {
   double alpha = 0;  // seconds per message
   double beta = 0;   // seconds per byte sent
   double gamma = 0;  // seconds per byte reduced
-  // The one-port model of sim-synth §2.1: a rank sends one message at a time and its port is
+  // The one-port model of the closed forms: a rank sends one message at a time and its port is
   // taken until the message arrived (topology::DeviceModel::sendPorts == 1).
   bool onePort = false;
 };

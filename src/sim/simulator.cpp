@@ -11,9 +11,9 @@
 //      the peer; the others are local. A pass is a flow. On a store-and-forward device
 //      (DeviceModel::slices == 1, a CPU host) its rate is
 //        1 / (1 / min(engine rate × time shares, memory caps) + 1 / min(route link shares))
-//      so an engine's reduction and the wire add up (the α-β-γ model of seed 001) while memory
-//      buses cap the engine. On a slicing device (a GPU: slices > 1, NCCL prims) an op is one
-//      fused pass whose rate is min(engine, wire), times the protocol's efficiency (LL, LL128).
+//      so an engine's reduction and the wire add up (the α-β-γ model of the xCCL notes) while
+//      memory buses cap the engine. On a slicing device (a GPU: slices > 1, NCCL prims) an op is
+//      one fused pass whose rate is min(engine, wire), times the protocol's efficiency (LL, LL128).
 //      Shares are equal per resource and are recomputed whenever a flow starts or ends on it
 //      (congestion); time shares nest (a node's cores among its busy rank engines, then each
 //      engine among its flows).
@@ -217,12 +217,12 @@ int passesOf(ir::OpKind op, Pass out[2], bool fused) {
   return 1;
 }
 
-// What a protocol costs on a slicing device, relative to Simple (sim-synth.md §4.1, NCCL
-// v2.30.7 src/graph/tuning.cc): `efficiency` scales the rate of every pass of an op that
-// moves data between ranks (Ring LL <= 0.5 of bus bandwidth: an 8-byte line carries 4 data
-// bytes and a 4-byte flag; LL128 x 0.92: 120 data bytes per 128-byte line, less the flag
-// stores); `latency` scales the device's message latency by NCCL's Ring hardware latency of
-// an NVLink step, LL 0.6 µs, LL128 1.9 µs, Simple 3.4 µs.
+// What a protocol costs on a slicing device, relative to Simple (NCCL v2.30.7
+// src/graph/tuning.cc; docs/sources.md "NCCL constants and channels"): `efficiency` scales the rate
+// of every pass of an op that moves data between ranks (Ring LL <= 0.5 of bus bandwidth: an 8-byte
+// line carries 4 data bytes and a 4-byte flag; LL128 x 0.92: 120 data bytes per 128-byte line, less
+// the flag stores); `latency` scales the device's message latency by NCCL's Ring hardware latency
+// of an NVLink step, LL 0.6 µs, LL128 1.9 µs, Simple 3.4 µs.
 struct ProtocolCost {
   double efficiency = 1;
   double latency = 1;

@@ -1,6 +1,6 @@
-// The event-driven simulator (DESIGN.md "src/sim/"): executes an ir::Algorithm on a topology
+// The event-driven simulator (docs/design.md "Layers"): executes an ir::Algorithm on a topology
 // with the runtime's semantics and predicts its time. Threadblocks run their steps in order,
-// once per tile (chunks are cut to the FIFO slot as in the interpreter, seed 000 §6.2); a
+// once per tile (chunks are cut to the FIFO slot as in the interpreter, GC3 §6.2); a
 // connection is a FIFO of `slots` messages; a message occupies every resource on its route,
 // sharing bandwidth with the flows there (congestion), and arrives α after it is sent; local
 // work (copies out of a slot, reductions at γ) runs on the device's engines. On a device that

@@ -7,7 +7,7 @@
 //   2. A route is NVLink-class when every resource it crosses is an NVLink/NVSwitch link or a
 //      neutral switch. unit = the smallest bandwidth of any NVLink-class route.
 //   3. weight(a, b) = 1 + round(route(a, b).bandwidth / unit) for NVLink-class routes, 1 for all
-//      others, 0 on the diagonal (MXNet's "performance rank + 1", sim-synth.md §1.2).
+//      others, 0 on the diagonal (MXNet's "performance rank + 1", gpu_topology.h).
 #include "synth/link_matrix.h"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
-// Link-weight matrices for topology-aware tree synthesis (seed 004; reference/sim-synth.md §1.2,
-// §1.8): one weight per ordered GPU pair, larger = faster, 0 = no usable link. Built from a
-// topology (bandwidth classes of its routes) or read from a user's JSON or text file.
+// Link-weight matrices for topology-aware tree synthesis (MXNet trees; docs/sources.md "MXNet
+// tree backend"): one weight per ordered GPU pair, larger = faster, 0 = no usable link. Built from
+// a topology (bandwidth classes of its routes) or read from a user's JSON or text file.
 #pragma once
 
 #include <string>
@@ -37,7 +37,7 @@ LinkMatrix makeLinkMatrix(int size);
 // check (use validateLinkMatrix for user input). Throws OptionError when not square.
 LinkMatrix linkMatrixFromRows(const std::vector<std::vector<double>>& rows);
 
-// MXNet's bandwidth classes (cudaDevP2PAttrPerformanceRank + 1, sim-synth.md §1.2) derived from
+// MXNet's bandwidth classes (cudaDevP2PAttrPerformanceRank + 1, MXNet gpu_topology.h) derived from
 // the routes of topology::Fabric: for every ordered rank pair,
 //   - a route that crosses only NVLink or NVSwitch links (and switches) gets
 //     1 + round(bandwidth / unit), where unit is the narrowest such route of the topology
@@ -46,8 +46,8 @@ LinkMatrix linkMatrixFromRows(const std::vector<std::vector<double>>& rows);
 //   - the diagonal is 0.
 // Ranks keep the topology's numbering. The dgx1 preset numbers its GPUs as nvidia-smi does on a
 // DGX-1V / p3.16xlarge (double pairs 0-3 0-4 1-2 1-5 2-3 4-7 5-6 6-7), which is the numbering of
-// MXNet's matrix in sim-synth.md §1.8, so the mapping is the identity. Throws ParseError when the
-// topology does not validate.
+// MXNet's p3.16xlarge matrix (docs/sources.md "MXNet tree backend"), so the mapping is the
+// identity. Throws ParseError when the topology does not validate.
 LinkMatrix linkMatrixFromTopology(const topology::Topology& topology);
 
 // Checks a user's matrix: 2 <= n <= kMaxLinkMatrixSize, finite entries >= 0, zero diagonal,

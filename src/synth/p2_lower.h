@@ -1,10 +1,10 @@
 // Lowering of a synthesized P² reduction program (p2_program.h) to ONE chorus DSL program
 // (lang::Program): every step's group collectives become ring / chain or tree chunk operations
-// in a single trace, so the compiler can pipeline across phases (seed 003 §4 lowers to a
+// in a single trace, so the compiler can pipeline across phases (P² §4 lowers to a
 // sequence of XLA collectives, i.e. NCCL calls, instead). The third stage of `chorus synth
 // reduction`.
 //
-// Two lowerings, as seed 003 §4 runs every program "with both NCCL ring reduction and tree
+// Two lowerings, as P² §4 runs every program "with both NCCL ring reduction and tree
 // reduction (Sanders et al., 2009), set by NCCL_ALGO" (Appendix A's Ring and Tree columns):
 //   ring: every group collective over a ring (or a chain for Reduce / Broadcast).
 //   tree: NCCL's tree (NCCL_ALGO=Tree): inside each node a chain through the group's members
@@ -72,13 +72,13 @@ struct LowerOptions {
 // two trees (tree)). Throws like placeProgram.
 //
 // Algorithm:
-//  1. Place the program (placeProgram) and replay the seed 003 Figure 8 semantics on the whole
+//  1. Place the program (placeProgram) and replay the P² Figure 8 semantics on the whole
 //     system to know, before each step, which chunks every member holds.
 //  2. Per group, with semantic chunk k = DSL chunks k·F .. k·F+F-1 of the input buffer:
 //     ReduceScatter = ring ReduceScatter whose block i (the i-th 1/g of the chunks) ends on
 //     member i; AllGather = ring AllGather of each member's own chunks; AllReduce = ring
 //     ReduceScatter then ring AllGather; Reduce = a chain toward the first member;
-//     Broadcast = a chain from the first member (seed 000 §2's ring helpers, on chunk lists).
+//     Broadcast = a chain from the first member (GC3 §2's ring helpers, on chunk lists).
 //     Rings and chains visit the members in orderRing order (options.nodeLinks); each block
 //     still ends on, or starts from, the member it belongs to. With Lowering::tree, AllReduce,
 //     Reduce and Broadcast use NCCL's trees above over that order instead (AllReduce: the

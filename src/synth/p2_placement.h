@@ -1,4 +1,4 @@
-// P² parallelism placement (seed 003 §2.1, §3.1): system hierarchies, parallelism matrices
+// P² parallelism placement (P² §2.1, §3.1): system hierarchies, parallelism matrices
 // that factor each parallelism axis over the hierarchy's levels, and the device layout a
 // matrix implies (which devices hold which axis coordinates, which devices form reduction
 // groups). The first stage of `chorus synth reduction`; plain data, no state.
@@ -45,7 +45,7 @@ std::string formatHierarchy(const SystemHierarchy& hierarchy);
 // level above (P² needs a uniform hierarchy), naming the level and the fix.
 SystemHierarchy systemHierarchyOf(const topology::Topology& topology, int nodes);
 
-// A parallelism matrix (seed 003 §3.1): rows are the parallelism axes, columns the hierarchy's
+// A parallelism matrix (P² §3.1): rows are the parallelism axes, columns the hierarchy's
 // levels; factor(i, j) is how many ways axis i is split across level j. Every row's product is
 // the axis size (Equation 2) and every column's product the level size (Equation 1).
 struct ParallelismMatrix {
@@ -67,7 +67,7 @@ std::string formatMatrix(const ParallelismMatrix& matrix);
 // product of the axis sizes differs from the device count (no matrix can exist), naming both
 // products.
 //
-// Algorithm (seed 003 §3.1, Equations 1 and 2):
+// Algorithm (P² §3.1, Equations 1 and 2):
 //  1. Fill the matrix column by column (outermost level first), row by row, keeping for each
 //     row the part of its axis size not yet placed and for the column the part of its level
 //     size not yet placed.
@@ -95,7 +95,7 @@ int deviceAt(const ParallelismMatrix& matrix, std::span<const int> axisCoordinat
 // The devices of every reduction group for a reduction over `reductionAxes`: the devices that
 // agree on all other axes. Groups are ordered by the non-reduction coordinates (mixed radix
 // over levels, outermost first, axes in order within a level); members by their *reduction
-// index*: the mixed-radix number over levels of the collapsed reduction factors (seed 003 §2.5,
+// index*: the mixed-radix number over levels of the collapsed reduction factors (P² §2.5,
 // Table 1: per level, the reduction axes' factors in axis order), which is the device order of
 // the synthesis hierarchy (p2_program.h).
 struct ReductionLayout {

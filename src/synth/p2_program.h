@@ -1,4 +1,4 @@
-// P² reduction programs (seed 003 §3.3–§3.5): the reduction language slice × form ×
+// P² reduction programs (P² §3.3–§3.5): the reduction language slice × form ×
 // collective over a synthesis hierarchy built from the reduction axes of a parallelism matrix,
 // its device groups (Table 2), printing and parsing in P²'s notation, syntax-guided
 // enumeration of the semantically valid programs in increasing size, and each program's
@@ -35,7 +35,7 @@ struct SynthesisHierarchy {
   friend bool operator==(const SynthesisHierarchy&, const SynthesisHierarchy&) = default;
 };
 
-// The synthesis hierarchy (d) of seed 003 §2.5/§3.4 for `layout` on `system`: per system level
+// The synthesis hierarchy (d) of P² §2.5/§3.4 for `layout` on `system`: per system level
 // the product of the reduction axes' factors (Table 1, "collapsed"), levels of factor 1
 // dropped (they form no new groups), and a root of size 1 prepended (Appendix B.1).
 // Precondition: layout comes from layoutReduction on a matrix of `system`.
@@ -53,7 +53,7 @@ int synthesisDeviceCount(const SynthesisHierarchy& hierarchy);
 // "[(root, 1), (server, 2), (GPU, 2)]".
 std::string formatSynthesisHierarchy(const SynthesisHierarchy& hierarchy);
 
-// form := InsideGroup | Parallel(e) | Master(e)  (seed 003 §3.3).
+// form := InsideGroup | Parallel(e) | Master(e)  (P² §3.3).
 enum class FormKind : std::uint8_t { insideGroup, parallel, master };
 
 struct Form {
@@ -87,7 +87,7 @@ struct ReductionProgram {
 std::vector<std::vector<int>> deriveGroups(const SynthesisHierarchy& hierarchy,
                                            const Instruction& instruction);
 
-// Program size (seed 003 §3.5): one per instruction plus one per form argument, so
+// Program size (P² §3.5): one per instruction plus one per form argument, so
 // InsideGroup instructions count 1 and Parallel(e)/Master(e) ones 2. With a limit of 5 this
 // reproduces the paper's program counts (Appendix A: 3 per one-level and 47 per two-level
 // synthesis hierarchy).
@@ -132,7 +132,7 @@ struct ProgramStep {
 std::vector<ProgramStep> describeProgram(const SynthesisHierarchy& hierarchy,
                                          const ReductionProgram& program);
 
-// The steps of a valid `program` on the whole system (seed 003 §3.4, lowering L): every
+// The steps of a valid `program` on the whole system (P² §3.4, lowering L): every
 // synthesis-view group is applied in each reduction group of `layout` (groups ordered by
 // reduction group, then as in describeProgram), devices mapped to device ids. Throws like
 // describeProgram; precondition: hierarchy == synthesisHierarchyOf(system, layout).
@@ -144,21 +144,21 @@ std::vector<ProgramStep> placeProgram(const SynthesisHierarchy& hierarchy,
 std::vector<GroupStep> groupStepsOf(std::span<const ProgramStep> steps);
 
 struct EnumerateOptions {
-  int sizeLimit = 5;            // seed 003 §4 uses 5
+  int sizeLimit = 5;            // P² §4 uses 5
   std::size_t maxPrograms = 0;  // stop after this many; 0 = all
 };
 
 // Every semantically valid program of size ≤ options.sizeLimit, by increasing size, and within
 // one size in the order of the candidate instructions (below). Thread-safe (pure).
 //
-// Algorithm (seed 003 §3.5, syntax-guided enumeration):
+// Algorithm (P² §3.5, syntax-guided enumeration):
 //  1. Candidate instructions: every slice, every form whose level is strictly above it (root:
 //     InsideGroup only), every collective. Drop those whose groups are single devices (they
 //     reduce nothing) and those whose groups equal an earlier candidate's with the same
 //     collective (e.g. (GPU, Parallel(CPU)) is (CPU, InsideGroup)), keeping the smaller size.
 //  2. For size s = 0, 1, …, limit: depth-first from the initial state, extend a prefix by each
 //     candidate that fits the remaining size and whose Figure 8 rule applies to every group
-//     (an invalid step can never be repaired: rows only grow, seed 003 Appendix B.3); record
+//     (an invalid step can never be repaired: rows only grow, P² Appendix B.3); record
 //     the prefix when the remaining size is 0 and the state is the goal; never extend a
 //     prefix that reached the goal (no rule applies there).
 std::vector<ReductionProgram> enumeratePrograms(const SynthesisHierarchy& hierarchy,

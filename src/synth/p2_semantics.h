@@ -1,4 +1,4 @@
-// P² state-matrix semantics of collectives (seed 003 §3.2, Figures 7 and 8): device states as
+// P² state-matrix semantics of collectives (P² §3.2, Figures 7 and 8): device states as
 // boolean chunk × device matrices, the Hoare triples {G1} C {G2} of AllReduce, ReduceScatter,
 // AllGather, Reduce and Broadcast over device groups, and a checker that runs a sequence of
 // group collectives on the abstract state and decides whether it implements a reduction.
@@ -66,12 +66,12 @@ struct RuleResult {
 };
 
 // Applies rule R-<collective> of Figure 8 to one device group. pre[0] is the group's first
-// device (the root of Reduce and Broadcast, seed 003 §3.2); ReduceScatter gives the i-th
+// device (the root of Reduce and Broadcast, P² §3.2); ReduceScatter gives the i-th
 // device the i-th block of the sum's non-empty rows. `names` (optional, same size as `pre`)
 // are the device ids used in messages; positions otherwise. Preconditions: pre is not empty,
 // all states have the same shape. Thread-safe (pure).
 //
-// Algorithm (seed 003 Figure 8; s.rows = non-empty rows, ⊎ = sum, ⊛ = disjoint):
+// Algorithm (P² Figure 8; s.rows = non-empty rows, ⊎ = sum, ⊛ = disjoint):
 //  1. AllReduce, ReduceScatter, Reduce: every s_i has the same rows, and for each chunk k the
 //     rows s_i[k] are pairwise disjoint (never reduce different chunks, never reduce the same
 //     contribution twice). s = ⊎ s_i. AllReduce gives s to all; ReduceScatter gives device i
@@ -88,13 +88,13 @@ using StateContext = std::vector<StateMatrix>;
 
 // One step of a reduction program on concrete devices: `collective` run by each group at once.
 // Groups are disjoint; a group's first device is its root. Devices in no group keep their
-// states (seed 003 §3.3, the semantics of a reduction instruction).
+// states (P² §3.3, the semantics of a reduction instruction).
 struct GroupStep {
   Collective collective = Collective::allReduce;
   std::vector<std::vector<int>> groups;
 };
 
-// The initial context (seed 003 §3.5): device d holds all its own data, column d all ones.
+// The initial context (P² §3.5): device d holds all its own data, column d all ones.
 StateContext makeInitialContext(int chunks, int devices);
 
 // The goal of a reduction: every device of a group holds every chunk reduced from exactly the

@@ -1,4 +1,4 @@
-// Top-k F1 of a predicted ranking against a measured one (seed 003 §5, Table 5): how well the
+// Top-k F1 of a predicted ranking against a measured one (P² §5, Table 5): how well the
 // simulator picks the programs worth measuring. Used by `chorus synth reduction --run`; pure.
 #pragma once
 

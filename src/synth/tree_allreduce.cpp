@@ -1,4 +1,4 @@
-// Tree AllReduce programs from synthesized trees (seed 004; reference/sim-synth.md §1.7).
+// Tree AllReduce programs from synthesized trees (MXNet trees; MXNet comm_tree.h CommDeviceTree).
 //
 // Algorithm, for a tree of depth d over the in-place buffer's chunks [first, first + pieces):
 //   for each piece p:

@@ -1,6 +1,6 @@
 // Lowers topology-aware trees (synth/trees.h) to chorus DSL AllReduce programs, the way MXNet's
-// CommDeviceTree uses them (seed 004; reference/sim-synth.md §1.7): one tree for the whole
-// buffer, or the buffer split into one slice per tree. The programs compile like any library
+// CommDeviceTree uses them (MXNet trees; docs/sources.md "MXNet tree backend"): one tree for the
+// whole buffer, or the buffer split into one slice per tree. The programs compile like any library
 // algorithm (compileTreeProgram) and run on the runtime or the simulator.
 #pragma once
 
@@ -19,9 +19,9 @@ namespace chorus::synth {
 
 // MXNET_KVSTORE_TREE_ARRAY_BOUND's default, in elements: MXNet reduces an array of at most this
 // many elements over one tree (tree 0) and a larger one over one tree per GPU
-// (reference/sim-synth.md §1.1 "MXNET_KVSTORE_TREE_ARRAY_BOUND | 10,000,000 (elements) | above
-// this, multi-tree mode", §1.7; seed 004 Figure 7: "beyond 1M-10M float32's, multi-tree begins
-// to do better than a single tree").
+// (MXNET_KVSTORE_TREE_ARRAY_BOUND, default 10,000,000 elements, in MXNet's CommDeviceTree;
+// docs/sources.md "MXNet tree backend"; MXNet trees Figure 7: "beyond 1M-10M float32's, multi-tree
+// begins to do better than a single tree").
 inline constexpr std::uint64_t kMxnetTreeArrayBound = 10'000'000;
 
 enum class TreeMode {
@@ -32,7 +32,7 @@ std::string_view treeModeName(TreeMode mode);  // "single-tree", "multi-tree"
 
 // MXNet's CommDeviceTree choice for an array of `elements` elements on `ranks` GPUs: multi-tree
 // iff elements > bound and the first dimension (a chorus buffer is 1-D: elements) is at least
-// 2·ranks; single-tree otherwise (sim-synth.md §1.7).
+// 2·ranks; single-tree otherwise (MXNet comm_tree.h).
 TreeMode chooseTreeMode(std::uint64_t elements, int ranks,
                         std::uint64_t bound = kMxnetTreeArrayBound);
 

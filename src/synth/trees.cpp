@@ -1,7 +1,7 @@
-// Topology-aware binary trees: MXNet's ComputeTrees (seed 004; reference/sim-synth.md §1) and a
-// search that improves on it.
+// Topology-aware binary trees: MXNet's ComputeTrees (MXNet trees; docs/sources.md "MXNet tree
+// backend") and a search that improves on it.
 //
-// Algorithm (strategy mxnet, sim-synth.md §1.3-§1.6; names of apache/mxnet gpu_topology.h):
+// Algorithm (strategy mxnet; names of apache/mxnet src/kvstore/gpu_topology.h):
 //   1. d = computeDepth(n). For root r = 0..n-1, on one copy W of the link matrix:
 //   2. Kernighan-Lin (unless backtrackOnly), with std::mt19937 gen(1) seeded anew for each root:
 //      a. all GPUs in cluster 0, roots = {r}, topo = [r], scan = [0];

@@ -1,7 +1,8 @@
-// Topology-aware binary trees for AllReduce (seed 004: MXNet's KVStore "tree" backend;
-// reference/sim-synth.md §1): one balanced binary spanning tree per root GPU, built by recursive
-// Kernighan-Lin bisection of a link-weight matrix with an exhaustive fallback, and a link-usage
-// penalty between trees. strategy mxnet reproduces MXNet; strategy best searches further.
+// Topology-aware binary trees for AllReduce (MXNet trees: MXNet's KVStore "tree" backend;
+// docs/sources.md "MXNet tree backend"): one balanced binary spanning tree per root GPU, built by
+// recursive Kernighan-Lin bisection of a link-weight matrix with an exhaustive fallback, and a
+// link-usage penalty between trees. strategy mxnet reproduces MXNet; strategy best searches
+// further.
 #pragma once
 
 #include <cstdint>
@@ -18,13 +19,13 @@ namespace chorus::synth {
 inline constexpr int kMaxTreeDepth = 16;  // MXNET_KVSTORE_MAXDEPTH
 
 enum class TreeMethod {
-  kernighanLin,  // recursive bisection (sim-synth.md §1.4)
-  backtracking,  // exhaustive search (§1.5)
+  kernighanLin,  // recursive bisection (MXNet KernighanLin)
+  backtracking,  // exhaustive search (MXNet BacktrackGenerateBinaryTree)
   search,        // strategy best: chosen among many candidate trees
 };
 std::string_view treeMethodName(TreeMethod method);  // "kernighan-lin", "backtracking", "search"
 
-// A binary tree stored in an array (sim-synth.md §1.3). Level l (0 = the root) occupies
+// A binary tree stored in an array (MXNet FormTopology). Level l (0 = the root) occupies
 // topo[scan[l] .. scan[l+1]); the two children of slot k of level l-1 are slots 2k and 2k+1 of
 // level l; the left child is always the parent itself (a GPU keeps its data) and the right child
 // is the GPU it exchanges with at that level, or the parent again for "no transfer".
@@ -55,7 +56,7 @@ std::vector<TreeEdge> listTreeEdges(const Tree& tree);  // non-self slot pairs, 
 // each GPU first appearing as the right child of exactly one transfer. Otherwise what is wrong.
 std::string describeTreeProblem(const Tree& tree, int ranks);
 
-// ---- MXNet's building blocks (gpu_topology.h), exposed for the unit tests of §1.9 ----------
+// ---- MXNet's building blocks (gpu_topology.h), exposed for gpu_topology_test.cc's vectors --
 
 // Smallest d >= 1 with 2^d >= n (at most kMaxTreeDepth): ComputeDepth.
 int computeDepth(int n);
@@ -139,7 +140,7 @@ void penalizeTreeLinks(LinkMatrix& weight, const std::vector<int>& topo, double 
 // Whether the links with weight > 1 (NVLink) connect every GPU: IsConnected.
 bool isNvlinkConnected(const LinkMatrix& weight);
 
-// MXNet's PCIe rule (GetP2PWeight, sim-synth.md §1.2): if NVLink alone connects the GPUs, every
+// MXNet's PCIe rule (GetP2PWeight in gpu_topology.h): if NVLink alone connects the GPUs, every
 // weight of exactly 1 (PCIe) becomes 0 (forbidden); otherwise it becomes 1/n (discouraged).
 void applyPcieRule(LinkMatrix& weight);
 

@@ -1,5 +1,5 @@
 // The built-in topologies. Every number carries its source; docs/topology.md has the same
-// table. Conventions (P², seed 003 §5 "Assumptions"): links are modelled at 90% of their
+// table. Conventions (P² §5 "Assumptions"): links are modelled at 90% of their
 // nominal per-direction bandwidth, NICs at 60% (100 Gb/s -> 7.5 GB/s, "an effective 8GB/s"
 // in P²), PCIe switches at 32 GB/s.
 #include "topology/presets.h"
@@ -22,7 +22,7 @@ namespace {
 constexpr double kGB = 1e9;   // bytes/s per GB/s
 constexpr double kUs = 1e-6;  // seconds per microsecond
 
-// P² (seed 003 §5): "an optimistic 90% of the nominal uni-directional bandwidth" for links,
+// P² §5: "an optimistic 90% of the nominal uni-directional bandwidth" for links,
 // NICs "utilized at 60%".
 constexpr double kLinkEfficiency = 0.9;
 constexpr double kNicEfficiency = 0.6;
@@ -36,7 +36,7 @@ constexpr double kIbMtu = 4096;
 constexpr double kIbPacketHeaders = 8 + 12 + 4 + 2;
 constexpr double kIbPacketEfficiency = kIbMtu / (kIbMtu + kIbPacketHeaders);
 
-// Nominal per-direction rates (sim-synth.md §4 table and its sources).
+// Nominal per-direction rates (docs/sources.md "Topology presets").
 constexpr double kNvlink2Brick = 25 * kGB;       // NVLink 2.0 (V100): 25 GB/s/dir per link
 constexpr double kA100NvlinkPerGpu = 300 * kGB;  // 12 NVLink3 x 25 GB/s/dir
 constexpr double kH100NvlinkPerGpu = 450 * kGB;  // 18 NVLink4 x 25 GB/s/dir
@@ -48,13 +48,13 @@ constexpr double kNdr = 400 / 8.0 * kGB;         // InfiniBand NDR 400 Gb/s (Con
 
 // Effective rates used by the presets.
 constexpr double kPcieLink = kLinkEfficiency * kPcieGen3x16;  // 14.2 GB/s
-constexpr double kPcieSwitch = 32 * kGB;                      // P² seed 003 §5: "32GB/s"
-// Broadwell QPI as NCCL models it for GPU peer traffic (src/graph/topo.h BDW_QPI_BW 6.0,
-// sim-synth.md §4); P² gives no number for it.
+constexpr double kPcieSwitch = 32 * kGB;                      // P² §5: "32GB/s"
+// Broadwell QPI as NCCL models it for GPU peer traffic (NCCL v2.30.7 src/graph/topo.h
+// BDW_QPI_BW 6.0); P² gives no number for it.
 constexpr double kBroadwellQpi = 6 * kGB;
 
 // Latencies. NCCL's hardware latency of one NVLink hop with the LL protocol (0.6 µs,
-// sim-synth.md §4.1 "hw NVLink" Ring LL) is close to the raw wire latency, so links take
+// NCCL v2.30.7 src/graph/tuning.cc, NVLink Ring LL) is close to the raw wire latency, so links take
 // ~0.5 µs per hop and the protocol's software cost goes to DeviceModel::messageLatency.
 constexpr double kNvlinkLatency = 0.6 * kUs;
 constexpr double kNvswitchHalfLatency = 0.3 * kUs;  // GPU -> switch and switch -> GPU: 0.6 µs
@@ -62,7 +62,7 @@ constexpr double kPcieLatency = 0.5 * kUs;          // per PCIe link
 constexpr double kSocketLatency = 0.5 * kUs;        // QPI / X-Bus hop
 constexpr double kNicLatency = 1.5 * kUs;           // device -> NIC -> wire
 constexpr double kNetworkLatency = 1.0 * kUs;       // one switch hop of the fabric
-// NCCL Ring/Simple hardware latency of an NVLink step, 3.4 µs (sim-synth.md §4.1, v2.30.7),
+// NCCL Ring/Simple hardware latency of an NVLink step, 3.4 µs (NCCL v2.30.7 src/graph/tuning.cc),
 // minus the NVLink hop the route already charges.
 constexpr double kGpuMessageLatency = 3.4 * kUs - kNvlinkLatency;
 
@@ -71,7 +71,7 @@ constexpr double kGpuMessageLatency = 3.4 * kUs - kNvlinkLatency;
 // wire pipeline the two halves of a step (DeviceModel::slices).
 constexpr int kNcclRingSlices = 2;
 
-// One threadblock's copy/reduce rate: NCCL's per-channel caps (sim-synth.md §4.1
+// One threadblock's copy/reduce rate: NCCL's per-channel caps (v2.30.7 src/graph/tuning.cc
 // perChMaxRingLL128Bw: Volta/Ampere 20 GB/s, Hopper 36.7 GB/s).
 DeviceModel gpuModel(std::string kind, double perChannel) {
   DeviceModel device;
@@ -164,8 +164,9 @@ std::pair<int, int> addPcieTree(NodeBuilder& b, double linkRate) {
   return {cpu0, cpu1};
 }
 
-// DGX-1 V100 (sim-synth.md §4, §1.8; NCCL issue #671): hybrid cube-mesh of 6 NVLink2 per GPU.
-// Non-NVLink pairs cross PCIe switches (2 GPUs and 1 NIC each), a CPU and QPI.
+// DGX-1 V100 (docs/sources.md "Topology presets", MXNet's p3.16xlarge matrix; NCCL issue #671):
+// hybrid cube-mesh of 6 NVLink2 per GPU. Non-NVLink pairs cross PCIe switches (2 GPUs and 1 NIC
+// each), a CPU and QPI.
 Topology dgx1() {
   NodeBuilder b("DGX-1 V100", 8);
   const int doublePairs[][2] = {{0, 3}, {0, 4}, {1, 2}, {1, 5}, {2, 3}, {4, 7}, {5, 6}, {6, 7}};
@@ -184,7 +185,7 @@ Topology dgx1() {
   return make("dgx1",
               "NVIDIA DGX-1 V100: 8 GPUs, NVLink2 hybrid cube-mesh (22.5 GB/s per link, 45 on "
               "double pairs), PCIe switches and QPI otherwise, 4 EDR NICs at 7.5 GB/s "
-              "(sim-synth.md 4; P2 efficiencies)",
+              "(docs/topology.md; P2 efficiencies)",
               b.take());
 }
 
@@ -197,8 +198,8 @@ NodeBuilder nvswitchNode(std::string name, int gpus, double perGpu, int bricks) 
   return b;
 }
 
-// DGX-2 (sim-synth.md §4; nccl-tests #78): 16 V100 on 12 NVSwitches, 6 NVLink2 per GPU, NV6
-// between every pair; 8 EDR NICs, one per 2 GPUs.
+// DGX-2 (nccl-tests #78; docs/sources.md "Topology presets"): 16 V100 on 12 NVSwitches, 6 NVLink2
+// per GPU, NV6 between every pair; 8 EDR NICs, one per 2 GPUs.
 Topology dgx2() {
   NodeBuilder b = nvswitchNode("DGX-2", 16, 6 * kNvlink2Brick, 6);
   for (int n = 0; n < 8; ++n)
@@ -207,12 +208,12 @@ Topology dgx2() {
   b.device(gpuModel("V100", 20 * kGB));
   return make("dgx2",
               "NVIDIA DGX-2: 16 V100 on NVSwitch at 135 GB/s/dir per GPU, 8 EDR NICs at 7.5 GB/s "
-              "(sim-synth.md 4)",
+              "(docs/topology.md)",
               b.take());
 }
 
-// DGX A100 (sim-synth.md §4): 8 A100, 6 NVSwitch gen2, 12 NVLink3 per GPU (300 GB/s/dir);
-// 8 ConnectX-6 HDR 200 Gb/s compute NICs, one per GPU.
+// DGX A100 (docs/sources.md "Topology presets"): 8 A100, 6 NVSwitch gen2, 12 NVLink3 per GPU
+// (300 GB/s/dir); 8 ConnectX-6 HDR 200 Gb/s compute NICs, one per GPU.
 Topology dgxA100() {
   NodeBuilder b = nvswitchNode("DGX A100", 8, kA100NvlinkPerGpu, 12);
   for (int n = 0; n < 8; ++n)
@@ -221,13 +222,13 @@ Topology dgxA100() {
   b.device(gpuModel("A100", 20 * kGB));
   return make("dgx-a100",
               "NVIDIA DGX A100: 8 A100 on NVSwitch at 270 GB/s/dir per GPU, 8 HDR NICs at "
-              "24.8 GB/s, one per GPU (sim-synth.md 4; NVLink at P2's 90%, NICs at the IB data "
+              "24.8 GB/s, one per GPU (docs/topology.md; NVLink at P2's 90%, NICs at the IB data "
               "rate less packet headers)",
               b.take());
 }
 
-// DGX H100 (sim-synth.md §4): 8 H100, 4 NVSwitch gen3, 18 NVLink4 per GPU (450 GB/s/dir);
-// 8 ConnectX-7 400 Gb/s compute NICs, one per GPU.
+// DGX H100 (docs/sources.md "Topology presets"): 8 H100, 4 NVSwitch gen3, 18 NVLink4 per GPU
+// (450 GB/s/dir); 8 ConnectX-7 400 Gb/s compute NICs, one per GPU.
 Topology dgxH100() {
   NodeBuilder b = nvswitchNode("DGX H100", 8, kH100NvlinkPerGpu, 18);
   for (int n = 0; n < 8; ++n)
@@ -236,12 +237,12 @@ Topology dgxH100() {
   b.device(gpuModel("H100", 36.7 * kGB));
   return make("dgx-h100",
               "NVIDIA DGX H100: 8 H100 on NVSwitch at 405 GB/s/dir per GPU, 8 NDR NICs at "
-              "49.7 GB/s, one per GPU (sim-synth.md 4; NVLink at the 90% rule, NICs at the IB "
+              "49.7 GB/s, one per GPU (docs/topology.md; NVLink at the 90% rule, NICs at the IB "
               "data rate less packet headers)",
               b.take());
 }
 
-// HGX A100 16-GPU as GCP a2-megagpu-16g, the A100 system of P² (seed 003 §5): two 8-GPU
+// HGX A100 16-GPU as GCP a2-megagpu-16g, the A100 system of P² (§5): two 8-GPU
 // baseboards joined through NVSwitch, fully connected at 300 GB/s/dir; one 100 Gb/s VM
 // network interface for all 16 GPUs.
 Topology hgxA100x16() {
@@ -251,11 +252,11 @@ Topology hgxA100x16() {
   b.device(gpuModel("A100", 20 * kGB));
   return make("hgx-a100-16",
               "GCP a2-megagpu-16g (HGX A100 16-GPU): 16 A100 on NVSwitch at 270 GB/s/dir per "
-              "GPU, one 100 Gb/s NIC at 7.5 GB/s for all 16 (P2, seed 003 5)",
+              "GPU, one 100 Gb/s NIC at 7.5 GB/s for all 16 (P2 section 5; docs/topology.md)",
               b.take());
 }
 
-// GCP V100 as P² models it (seed 003 §4, §5 "Assumptions", Figure 9(b)): 8 V100 in an NVLink
+// GCP V100 as P² models it (P² §4, §5 "Assumptions", Figure 9(b)): 8 V100 in an NVLink
 // ring at 135 GB/s/dir ("an optimistic 90% of the nominal uni-directional bandwidth
 // (150GB/s)"), each pair of GPUs on a 32 GB/s PCIe switch, two CPUs each owning the 4 GPUs of
 // its PCIe domain, one 100 Gb/s NIC at 60% for the node. P² rounds that NIC to "an effective
@@ -276,7 +277,7 @@ Topology gcpV100() {
   return make("gcp-v100",
               "GCP V100 as P2 models it: 8 V100 in an NVLink ring at 135 GB/s/dir, a 32 GB/s "
               "PCIe switch per GPU pair, 2 CPUs of 4 GPUs joined through the NIC, one 100 Gb/s "
-              "NIC at 7.5 GB/s for all 8 (P2, seed 003 4, 5, Figure 9b)",
+              "NIC at 7.5 GB/s for all 8 (P2 sections 4-5, Figure 9b; docs/topology.md)",
               b.take());
 }
 
@@ -300,27 +301,27 @@ NodeBuilder powerNode(std::string name, int perSocket, int bricks) {
   return b;
 }
 
-// Summit (sim-synth.md §4; OLCF): 2 POWER9 + 6 V100, 2 bricks (50 GB/s/dir) per GPU-GPU and
-// CPU-GPU connection, X-Bus 64 GB/s, dual-rail EDR (2 NICs, one per socket).
+// Summit (OLCF; docs/sources.md "Topology presets"): 2 POWER9 + 6 V100, 2 bricks (50 GB/s/dir) per
+// GPU-GPU and CPU-GPU connection, X-Bus 64 GB/s, dual-rail EDR (2 NICs, one per socket).
 Topology summit() {
   NodeBuilder b = powerNode("Summit (IBM AC922, 6 GPUs)", 3, 2);
   b.nic({0, 1, 2}, kNicEfficiency * kEdr);
   b.nic({3, 4, 5}, kNicEfficiency * kEdr);
   return make("summit",
               "OLCF Summit node: 2 POWER9 + 6 V100, NVLink2 at 45 GB/s/dir (GPU-GPU, CPU-GPU), "
-              "X-Bus 57.6 GB/s, dual-rail EDR at 7.5 GB/s per NIC (sim-synth.md 4)",
+              "X-Bus 57.6 GB/s, dual-rail EDR at 7.5 GB/s per NIC (docs/topology.md)",
               b.take());
 }
 
-// Lassen / Sierra (sim-synth.md §4; LLNL): 2 POWER9 + 4 V100, 3 bricks (75 GB/s/dir) per
-// connection, X-Bus 64 GB/s, single-plane EDR on a 2:1 tapered fat tree.
+// Lassen / Sierra (LLNL; docs/sources.md "Topology presets"): 2 POWER9 + 4 V100, 3 bricks
+// (75 GB/s/dir) per connection, X-Bus 64 GB/s, single-plane EDR on a 2:1 tapered fat tree.
 Topology lassen() {
   NodeBuilder b = powerNode("Lassen (IBM AC922, 4 GPUs)", 2, 3);
   b.nic(range(0, 4), kNicEfficiency * kEdr);
   Topology topology =
       make("lassen",
            "LLNL Lassen/Sierra node: 2 POWER9 + 4 V100, NVLink2 at 67.5 GB/s/dir, X-Bus "
-           "57.6 GB/s, one EDR NIC at 7.5 GB/s, 2:1 tapered network (sim-synth.md 4)",
+           "57.6 GB/s, one EDR NIC at 7.5 GB/s, 2:1 tapered network (docs/topology.md)",
            b.take());
   topology.network.oversubscription = 2;
   return topology;
@@ -441,7 +442,7 @@ Topology uniformTopology(int ranks, double latency, double bandwidth, double red
   Topology topology =
       make("uniform",
            fmt::format("{} ranks, every pair joined by its own {:g} GB/s, {:g} us link; "
-                       "reductions at {:g} GB/s (the alpha-beta-gamma model of seed 001)",
+                       "reductions at {:g} GB/s (the alpha-beta-gamma model; docs/sources.md)",
                        ranks, bandwidth / kGB, latency / kUs, reduceRate / kGB),
            b.take());
   topology.network.latency = 0;

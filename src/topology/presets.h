@@ -1,7 +1,7 @@
-// Built-in topology presets (reference/sim-synth.md §4, seed 003 §5, seed 004): DGX-1 V100,
-// DGX-2, DGX A100, DGX H100, HGX A100 16-GPU (GCP a2-megagpu-16g), GCP V100 as P² models it,
-// Summit and Lassen nodes, and a uniform fully-connected model for closed-form checks. Each is one
-// node; withNodes() composes N of them over a network of the node's NICs.
+// Built-in topology presets (docs/topology.md; docs/sources.md "Topology presets", P² §5, MXNet
+// trees): DGX-1 V100, DGX-2, DGX A100, DGX H100, HGX A100 16-GPU (GCP a2-megagpu-16g), GCP V100
+// as P² models it, Summit and Lassen nodes, and a uniform fully-connected model for closed-form
+// checks. Each is one node; withNodes() composes N of them over a network of the node's NICs.
 #pragma once
 
 #include <string>
@@ -30,9 +30,9 @@ Topology loadTopology(std::string_view nameOrPath, int nodes = 0);
 
 // `ranks` devices, every pair joined by its own duplex link of `bandwidth` bytes/s and
 // `latency` seconds, reductions at `reduceRate` bytes/s, instantaneous copies, unlimited
-// engines: the α-β-γ machine of seed 001 (α = latency, β = 1/bandwidth, γ = 1/reduceRate).
-// sendPorts 1 is the one-port model of reference/sim-synth.md §2.1 (a rank sends one message
-// at a time, α included); 0 lets every threadblock send at once.
+// engines: the α-β-γ machine of the xCCL notes (α = latency, β = 1/bandwidth, γ = 1/reduceRate).
+// sendPorts 1 is the one-port model of docs/sources.md "α-β-γ closed forms" (a rank sends one
+// message at a time, α included); 0 lets every threadblock send at once.
 Topology uniformTopology(int ranks, double latency, double bandwidth, double reduceRate,
                          int sendPorts = 0);
 

@@ -1,4 +1,4 @@
-// The topology model (DESIGN.md "src/topology/"): a cluster of identical nodes joined by a
+// The topology model (docs/design.md "Layers"): a cluster of identical nodes joined by a
 // network. A node is a graph of devices (where ranks run) and switches (which only forward),
 // joined by links with a latency and a bandwidth per direction; NICs join devices to the
 // network. Plain data; Fabric (fabric.h) turns it into routes and shared resources.
@@ -52,17 +52,17 @@ struct RatePoint {
   friend bool operator==(const RatePoint&, const RatePoint&) = default;
 };
 
-// How a device executes the local part of a step (GC3 threadblocks; seed 001's γ).
+// How a device executes the local part of a step (GC3 threadblocks; the xCCL notes' γ).
 struct DeviceModel {
   std::string kind;       // "V100", "A100", "cpu-core"
   double reduceRate = 0;  // bytes/s one threadblock reduces (1/γ); 0 = instantaneous
   // bytes/s one threadblock moves: copying a FIFO slot out, a local copy, or pushing a message
-  // (a GPU threadblock is one SM: NCCL's per-channel caps, sim-synth.md §4.1); 0 = unlimited.
+  // (a GPU threadblock is one SM: NCCL v2.30.7's per-channel caps, docs/sources.md); 0 = unlimited.
   double copyRate = 0;
   int engines = 0;            // threadblocks a device runs at once at full speed; 0 = unlimited
   double stepOverhead = 0;    // seconds every step costs its threadblock before its work
   double messageLatency = 0;  // seconds added to every message (software / protocol latency)
-  // Messages a device sends at once (the one-port model of seed 001 when 1): a sending step
+  // Messages a device sends at once (the one-port model of the xCCL notes when 1): a sending step
   // holds a port from its start until its message arrived, latency included, and waiting
   // steps get ports in request order. 0 = unlimited (latencies overlap).
   int sendPorts = 0;

@@ -1,5 +1,5 @@
 // The connection primitive every transport provides: one direction of a connection (sender
-// threadblock -> receiver threadblock on a channel) as a FIFO of fixed-size slots (seed 000
+// threadblock -> receiver threadblock on a channel) as a FIFO of fixed-size slots (GC3
 // §6.1). Non-blocking, so the interpreter's resumable threadblocks never block a thread.
 #pragma once
 
@@ -17,7 +17,7 @@ struct FifoOptions {
   std::size_t singleCopyBytes = 64 << 10;
 };
 
-// How a connection lays a message out in shared memory: the plan's protocol (seed 000 §6.1).
+// How a connection lays a message out in shared memory: the plan's protocol (GC3 §6.1).
 // simple: payload, then a per-slot sequence word published with release ordering. ll: 8-byte
 // words of 4 data bytes + a 4-byte flag stored as one word; ll128: 64-byte lines of 56 data bytes
 // + an 8-byte flag stored last. Flagged formats need no separate signal: the receiver polls the

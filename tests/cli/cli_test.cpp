@@ -1,5 +1,5 @@
 // End-to-end tests of the `chorus` CLI binary (path in CHORUS_CLI): exit codes, messages and
-// the compile | verify pipeline of DESIGN.md's CLI contract.
+// the compile | verify pipeline of the CLI contract (docs/design.md "CLI contract").
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -50,7 +50,7 @@ TEST(SynthTreesCli, Dgx1PrintsEightTreesWeightsAndUsage) {
   EXPECT_THAT(r.output, HasSubstr("strategies: mxnet total weight"));
 }
 
-// The default strategy is MXNet's (seed 004 as published): no --strategy prints what
+// The default strategy is MXNet's (MXNet trees as published): no --strategy prints what
 // `--strategy mxnet` prints, and the help says so.
 TEST(SynthTreesCli, DefaultStrategyIsMxnet) {
   const CommandResult byDefault = runCli("synth trees --topology dgx1");

@@ -134,7 +134,7 @@ TEST(SynthReductionCli, OneLoweringRanksEachProgramOnce) {
 }
 
 TEST(SynthReductionCli, P2FindingsOnTwoA100Nodes) {
-  // Seed 003 §5 on two 16-GPU A100 nodes, data 4 x shards 8, reducing data: placement changes
+  // P² §5 on two 16-GPU A100 nodes, data 4 x shards 8, reducing data: placement changes
   // the AllReduce time by orders of magnitude; a reduction that crosses nodes is beaten by a
   // topology-aware program; one that stays inside a node is best as a single AllReduce
   // (every program on the same threadblock budget). Ring lowering only, as in the paper's Ring

@@ -248,8 +248,9 @@ TEST(MscclVectorFacts, BroadcastDefaultsToRootZero) {
 }
 
 TEST(MscclVectorFacts, AmbiguousProbeKeepsTheLocalOperand) {
-  // reference/msccl-ir.md §1c: the runtime reads rrc's srcoff as the local operand; chorus reads
-  // it the same way, so rank 1's rrc reduces into input[0] with its (out-of-range) input[1].
+  // docs/ir.md, docs/sources.md "MSCCL XML and runtime": the runtime reads rrc's srcoff as the
+  // local operand; chorus reads it the same way, so rank 1's rrc reduces into input[0] with its
+  // (out-of-range) input[1].
   const Algorithm a = readVector("ambiguous/probe_rrc_cross_index_2r.xml").at(0);
   const Step& rrc = a.ranks[1].threadblocks[0].steps[0];
   EXPECT_EQ(rrc.op, OpKind::recvReduceCopy);

@@ -1,5 +1,5 @@
 // Golden tests per compiler pass: the key lines of the printed IR, and each optional pass
-// disabled once (STYLE.md rule 5).
+// disabled once (CONTRIBUTING.md "Tests").
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

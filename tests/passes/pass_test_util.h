@@ -12,7 +12,7 @@
 
 namespace chorus::testing {
 
-// Ring AllReduce (seed 000 Figure 3b with offset 0, count 1), in place, chunk factor = ranks.
+// Ring AllReduce (GC3 Figure 3b with offset 0, count 1), in place, chunk factor = ranks.
 inline std::unique_ptr<lang::Program> ringAllReduce(int ranks, lang::ProgramOptions options = {}) {
   auto p = std::make_unique<lang::Program>("ring", lang::allReduce(ranks, ranks, true), options);
   for (int r = 0; r < ranks; ++r) {
@@ -25,7 +25,7 @@ inline std::unique_ptr<lang::Program> ringAllReduce(int ranks, lang::ProgramOpti
   return p;
 }
 
-// All-pairs AllReduce (seed 000 §7.1.2): rank r owns chunk r; every rank sends its copy of chunk
+// All-pairs AllReduce (GC3 §7.1.2): rank r owns chunk r; every rank sends its copy of chunk
 // r to rank r's scratch, rank r reduces them locally and sends the sum back to everyone.
 inline std::unique_ptr<lang::Program> allPairsAllReduce(int ranks) {
   auto p = std::make_unique<lang::Program>("allpairs", lang::allReduce(ranks, ranks, true));

@@ -1,5 +1,5 @@
-// The α-β-γ figures of the simulator's closed-form and port-model tests (seed 001's cost model
-// on a uniform fabric): round numbers, so expected times are easy to state by hand.
+// The α-β-γ figures of the simulator's closed-form and port-model tests (the xCCL notes' cost
+// model on a uniform fabric): round numbers, so expected times are easy to state by hand.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
-// The event-driven simulator against the closed-form α-β-γ models (seed 001; sim-synth §2.1)
-// on the uniform topology without tiling, congestion on a shared link, and every library
-// algorithm on every preset. Never asserts a measured time: every expectation is a model's.
+// The event-driven simulator against the closed-form α-β-γ models (xCCL notes; docs/sources.md
+// "α-β-γ closed forms") on the uniform topology without tiling, congestion on a shared link, and
+// every library algorithm on every preset. Never asserts a measured time: every expectation is a
+// model's.
 #include <gtest/gtest.h>
 
 #include <bit>

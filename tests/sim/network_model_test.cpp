@@ -1,8 +1,8 @@
 // The simulator's network model against closed forms (issue 18): back-to-back messages on one
 // link overlap their latencies (the link is busy s/β per message, not α + s/β), a slicing
 // (GPU) device pipelines its engine with the wire (DeviceModel::slices), the flat ring on a
-// DGX A100 cluster runs near its NIC bound, and the protocols' costs (sim-synth.md §4.1).
-// Never asserts a measured time: every expectation is a model's.
+// DGX A100 cluster runs near its NIC bound, and the protocols' costs (NCCL v2.30.7
+// src/graph/tuning.cc). Never asserts a measured time: every expectation is a model's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -95,7 +95,7 @@ TEST(NetworkModel, BackToBackMessagesOverlapTheirLatencies) {
   }
 }
 
-// A store-and-forward device's engine and wire add up (seed 001's B·(γ + β) machine; a CPU
+// A store-and-forward device's engine and wire add up (the xCCL notes' B·(γ + β) machine; a CPU
 // core copies, then hands over): N·s·(1/engine + 1/β) + α.
 TEST(NetworkModel, StoreAndForwardEngineAndWireAddUp) {
   const double engine = 20e9;
@@ -196,7 +196,8 @@ TEST(NetworkModel, RailRingsReachTheirChannelBound) {
 
 // On a sliced device a protocol scales the rate of every data-moving pass by NCCL's bandwidth
 // factor and the device's message latency by NCCL's NVLink Ring hardware latency relative to
-// Simple's (sim-synth.md §4.1): α + m·latency + N·s/(eff·min(engine, β)) + (s/2)/(eff·engine).
+// Simple's (NCCL v2.30.7 src/graph/tuning.cc): α + m·latency + N·s/(eff·min(engine, β)) +
+// (s/2)/(eff·engine).
 TEST(NetworkModel, ProtocolsScaleRateAndLatencyOnASlicedDevice) {
   const double engine = 20e9;
   const double messageLatency = 20e-6;
@@ -221,8 +222,8 @@ TEST(NetworkModel, ProtocolsScaleRateAndLatencyOnASlicedDevice) {
   }
 }
 
-// NCCL's protocol trade-off (sim-synth.md §4.1): LL's lower latency wins a small AllReduce,
-// its half-rate lines lose a large one; LL128 keeps most of Simple's rate.
+// NCCL's protocol trade-off (v2.30.7 src/graph/tuning.cc): LL's lower latency wins a small
+// AllReduce, its half-rate lines lose a large one; LL128 keeps most of Simple's rate.
 TEST(NetworkModel, LowLatencyProtocolWinsSmallAndLosesLarge) {
   topology::Fabric fabric(topology::preset("dgx-a100", 1));
   auto seconds = [&](ir::Protocol protocol, std::uint64_t bytes) {

@@ -1,6 +1,7 @@
 // The event-driven simulator on the one-port uniform machine (uniformTopology(..., sendPorts =
 // 1): a rank sends one message at a time, α included) against the one-port closed forms and
-// the Hockney rows of reference/sim-synth.md §2.1 as printed. Never asserts a measured time.
+// the Hockney rows of docs/sources.md "α-β-γ closed forms" as printed. Never asserts a measured
+// time.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -106,7 +107,7 @@ TEST(OnePortForm, HandComputedAtFourRanks) {
   }
 }
 
-// ---- sim-synth §2.1 rows as printed ------------------------------------------------------------
+// ---- docs/sources.md "α-β-γ closed forms" rows as printed --------------------------------------
 // p = 2^k and n divisible by 4p, so every block is exactly n/p and the printed rows apply
 // without rounding. Each check is the row's formula, written out, against the simulator.
 

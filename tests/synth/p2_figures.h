@@ -1,4 +1,4 @@
-// The systems of P²'s worked examples (seed 003), shared by the synthesis tests.
+// The systems of P²'s worked examples, shared by the synthesis tests.
 #pragma once
 
 #include "synth/p2_placement.h"

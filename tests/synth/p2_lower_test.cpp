@@ -2,7 +2,7 @@
 // Figure 2's placements traces to a DSL program whose postcondition holds (the reduction-group
 // sums, in place), compiles through the pipeline with the verifier on, and a whole-system
 // reduction runs on the thread transport with exact results; all of it under both lowerings
-// (NCCL Ring and NCCL Tree, seed 003 §4). On a latency-bound size the tree lowering of the
+// (NCCL Ring and NCCL Tree, P² §4). On a latency-bound size the tree lowering of the
 // single AllReduce is simulated faster than the ring one.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -129,7 +129,7 @@ TEST(P2Lower, LoweringNamesParse) {
   }
 }
 
-// The paper's point for NCCL Tree (seed 003 Appendix A): when latency dominates (few bytes,
+// The paper's point for NCCL Tree (P² Appendix A): when latency dominates (few bytes,
 // many ranks) a tree AllReduce beats the ring. 64 GPUs of 4 A100 nodes, 64 KiB per device.
 TEST(P2Lower, TreeBeatsRingWhenLatencyDominates) {
   const topology::Topology topology = topology::loadTopology("hgx-a100-16", 4);

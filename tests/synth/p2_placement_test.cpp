@@ -1,4 +1,4 @@
-// P² parallelism placement (src/synth/p2_placement): the parallelism matrices of seed 003 §3.1
+// P² parallelism placement (src/synth/p2_placement): the parallelism matrices of P² §3.1
 // for Figure 2's system (counted by reasoning and by an independent brute force), the counts
 // implied by Appendix A's tables, the device layout of a matrix (Figure 2's n/m markers and
 // reduction groups), hierarchies derived from topology presets, and the option errors.

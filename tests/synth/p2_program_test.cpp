@@ -303,7 +303,7 @@ TEST(P2Program, EnumerationMatchesUnprunedBruteForce) {
       forms.push_back({FormKind::master, e});
     }
     for (const Form& form : forms) {
-      // Single-device groups reduce nothing; P² never generates them (seed 003 App. B.2).
+      // Single-device groups reduce nothing; P² never generates them (P² App. B.2).
       if (deriveGroups(h, {slice, form, Collective::allReduce}).front().size() < 2) continue;
       for (Collective c : kCollectives)
         syntax.push_back({slice, form, c});

@@ -1,4 +1,4 @@
-// P² state-matrix semantics (src/synth/p2_semantics): every rule of seed 003 Figure 8 on its
+// P² state-matrix semantics (src/synth/p2_semantics): every rule of P² Figure 8 on its
 // two-device example (4 devices, reduction between devices 0 and 1) and on each failing
 // premise, Figure 7's state, and whole programs on Figure 2's 16 GPUs with the Figure 2d
 // placement reducing over shards: Figure 4's programs rejected, Figure 3's and Figure 10's

@@ -1,4 +1,4 @@
-// Tree AllReduce programs from synthesized trees (seed 004): the single- and multi-tree programs
+// Tree AllReduce programs from synthesized trees (MXNet trees): the single- and multi-tree programs
 // for the DGX-1 and for random matrices (seed printed) pass the traced postcondition and the
 // compiler's verifier, and run with exact results on the thread transport; MXNet's switch
 // between them by array size; defective trees are refused with the defect named.
@@ -103,7 +103,7 @@ TEST(TreeAllReduce, RandomMatricesRunExactly) {
   }
 }
 
-// MXNet's switch (sim-synth.md §1.7): tree 0 alone up to MXNET_KVSTORE_TREE_ARRAY_BOUND = 10^7
+// MXNet's switch (CommDeviceTree): tree 0 alone up to MXNET_KVSTORE_TREE_ARRAY_BOUND = 10^7
 // elements, one tree per GPU above it, below, at and above the bound.
 TEST(TreeAllReduce, ModeSwitchesAboveTheArrayBound) {
   constexpr std::uint64_t kBound = synth::kMxnetTreeArrayBound;

@@ -1,6 +1,6 @@
 // Shared inputs of the tree synthesis tests: MXNet's p3.16xlarge / DGX-1 matrix
-// (reference/sim-synth.md §1.8) and random symmetric link matrices in the style of MXNet's
-// gpu_topology_test.cc GenerateMatrix (§1.9), regenerated until a spanning tree can exist.
+// (docs/sources.md "MXNet tree backend") and random symmetric link matrices in the style of MXNet's
+// gpu_topology_test.cc GenerateMatrix, regenerated until a spanning tree can exist.
 #pragma once
 
 #include <random>
@@ -11,7 +11,7 @@
 
 namespace chorus::testing_support {
 
-// 3 = two NVLinks, 2 = one NVLink, 1 = PCIe (sim-synth.md §1.8).
+// 3 = two NVLinks, 2 = one NVLink, 1 = PCIe (MXNet gpu_topology.h).
 inline synth::LinkMatrix p3Matrix() {
   return synth::linkMatrixFromRows({{0, 2, 2, 3, 3, 1, 1, 1},
                                     {2, 0, 3, 2, 1, 3, 1, 1},

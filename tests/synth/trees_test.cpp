@@ -1,7 +1,7 @@
-// Topology-aware trees (seed 004): every deterministic vector of MXNet's gpu_topology_test.cc
-// (reference/sim-synth.md §1.9), the dgx1 link matrix against §1.8, invariants of every tree
-// built from random matrices of 2..16 GPUs (seed printed), the best strategy never losing to
-// MXNet's, and the link-matrix reader's errors.
+// Topology-aware trees (MXNet trees): every deterministic vector of MXNet's gpu_topology_test.cc,
+// the dgx1 link matrix against MXNet's p3.16xlarge matrix (docs/sources.md "MXNet tree backend"),
+// invariants of every tree built from random matrices of 2..16 GPUs (seed printed), the best
+// strategy never losing to MXNet's, and the link-matrix reader's errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -24,7 +24,7 @@ using synth::LinkMatrix;
 using ::testing::HasSubstr;
 using testing_support::p3Matrix;
 
-// The 7x7 matrix of the ComputeTreeWeight / IsValid tests: the first 7 GPUs of §1.8, PCIe -> 0.
+// The 7x7 matrix of the ComputeTreeWeight / IsValid tests: p3Matrix()'s first 7 GPUs, PCIe -> 0.
 LinkMatrix sevenGpuMatrix() {
   return synth::linkMatrixFromRows({{0, 2, 2, 3, 3, 0, 0},
                                     {2, 0, 3, 2, 0, 3, 0},
@@ -35,7 +35,7 @@ LinkMatrix sevenGpuMatrix() {
                                     {0, 0, 2, 0, 2, 3, 0}});
 }
 
-// ---- §1.9 vectors ---------------------------------------------------------------------------
+// ---- gpu_topology_test.cc vectors -----------------------------------------------------------
 
 TEST(MxnetVectors, FormTopology) {
   const std::optional<synth::Tree> first = synth::formTopology({3, 2, 1, 5, 0, 0, 4, 6}, 3);

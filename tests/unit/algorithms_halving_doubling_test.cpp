@@ -150,7 +150,7 @@ TEST(HalvingDoublingTest, OutOfPlaceAlgorithmsNeverWriteTheirInput) {
     EXPECT_TRUE(buildProgram(ranksRequest(name, 6))->collective().inPlace()) << name;
 }
 
-// Recursive-doubling ReduceScatter as seed 001 describes it at p = 8: round k (mask 2^k) is
+// Recursive-doubling ReduceScatter as the xCCL notes describe it at p = 8: round k (mask 2^k) is
 // one message from every rank to rank XOR 2^k carrying the n − 2^k·n/p bytes of the blocks
 // outside the sender's aligned group of 2^k ranks (the blocks both already excluded).
 TEST(HalvingDoublingTest, ReduceScatterRecursiveDoublingSendsAllButTheGroupsBlocks) {

@@ -15,7 +15,7 @@
 namespace chorus::ir {
 namespace {
 
-// What each MSCCL op does (seed 000 §4; the MSCCL runtime's reading of receive-reduce
+// What each MSCCL op does (GC3 §4; the MSCCL runtime's reading of receive-reduce
 // operands, docs/ir.md): the facts the layers relied on before the table existed, written
 // out by hand so a changed row shows here.
 struct ExpectedFacts {

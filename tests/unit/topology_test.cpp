@@ -213,7 +213,7 @@ TEST(TopologyPresets, AliasesAndUnknownNames) {
 }
 
 TEST(TopologyPresets, NumbersFollowTheirSources) {
-  // P² (seed 003 §5): NVLink at 90% of nominal, 100 Gb/s NICs at 60%.
+  // P² §5: NVLink at 90% of nominal, 100 Gb/s NICs at 60%.
   Fabric a100(preset("hgx-a100-16", 2));
   EXPECT_DOUBLE_EQ(a100.route(0, 15).bandwidth, 270 * kGB);
   EXPECT_DOUBLE_EQ(a100.route(0, 16).bandwidth, 7.5 * kGB);
@@ -292,7 +292,8 @@ TEST(TopologyFabric, Dgx1OtherPairsCrossPcieAndQpiNotAnotherGpu) {
 }
 
 TEST(TopologyFabric, Dgx1MatchesTheNvidiaSmiMatrix) {
-  // sim-synth.md §1.8: 3 = two NVLinks, 2 = one NVLink, 1 = PCIe only.
+  // MXNet's p3.16xlarge matrix (docs/sources.md "MXNet tree backend"): 3 = two NVLinks, 2 = one
+  // NVLink, 1 = PCIe only.
   const int matrix[8][8] = {{0, 2, 2, 3, 3, 1, 1, 1}, {2, 0, 3, 2, 1, 3, 1, 1},
                             {2, 3, 0, 3, 1, 1, 2, 1}, {3, 2, 3, 0, 1, 1, 1, 2},
                             {3, 1, 1, 1, 0, 2, 2, 3}, {1, 3, 1, 1, 2, 0, 3, 2},

@@ -161,7 +161,7 @@ TEST(VerifyWritesInput, CompilingADslProgramThatWritesItsInputFails) {
   }
 }
 
-// The ring ReduceScatter of seed 000 reduces in the input and copies the sum out; fusion turns
+// The ring ReduceScatter of GC3 reduces in the input and copies the sum out; fusion turns
 // the last receive-reduce and the copy into one recvReduceCopy into the output, so the input is
 // left alone only with fusion on. Without it the error says so.
 TEST(VerifyWritesInput, RingReduceInInputNeedsFusionAndTheErrorSaysSo) {

@@ -12,7 +12,7 @@ class App;
 
 namespace chorus::cli {
 
-// Process exit codes (DESIGN.md "CLI contract").
+// Process exit codes (docs/design.md "CLI contract").
 enum class ExitCode : int {
   ok = 0,
   failure = 1,   // a failure was found: invalid program, wrong result, compile error

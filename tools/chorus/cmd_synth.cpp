@@ -1,7 +1,7 @@
 // `chorus synth ...`: algorithm synthesis. A subcommand group: each entry of kSynthSubcommands
 // adds one subcommand to `chorus synth`. Another subcommand (e.g. `synth reduction`) lives in its
 // own file: declare its adder next to addSynthTreesCommand below and list it in
-// kSynthSubcommands. This file holds `synth trees`: MXNet-style topology-aware trees (seed 004)
+// kSynthSubcommands. This file holds `synth trees`: MXNet's topology-aware trees (MXNet trees)
 // from a topology or a link matrix, their weights and link usage, MXNet's single-/multi-tree
 // switch by array size (MXNET_KVSTORE_TREE_ARRAY_BOUND), and the single- and multi-tree
 // AllReduce programs as MSCCL XML (--emit DIR, each with the size range the switch gives it)
@@ -51,7 +51,7 @@ struct TreesArgs {
   std::string matrix;
   int nodes = 0;
   double penalty = synth::TreeOptions{}.penalty;
-  // MXNet's trees by default (seed 004 reproduced as published); best is opt-in.
+  // MXNet's trees by default (MXNet trees reproduced as published); best is opt-in.
   std::string strategy = "mxnet";
   std::string prefer = "usage";
   std::string emitDir;
@@ -63,7 +63,7 @@ struct TreesArgs {
   ir::MscclWriteOptions xml;
 };
 
-// Plan size ranges assume float32 elements, the type of MXNet's sweep (seed 004 Figure 7).
+// Plan size ranges assume float32 elements, the type of MXNet's sweep (MXNet trees Figure 7).
 constexpr std::uint64_t kElementBytes = 4;
 
 // MXNet's switch by array size for these GPUs (synth::chooseTreeMode) as plan byte ranges.

@@ -1,4 +1,4 @@
-// `chorus synth reduction` (CLI tool): P² placement and reduction synthesis (seed 003) on a
+// `chorus synth reduction` (CLI tool): P² placement and reduction synthesis on a
 // topology. Every parallelism matrix of the axes on the topology's hierarchy, every valid
 // reduction program over the reduction axes up to --size-limit, each lowered to ONE chorus
 // program, compiled and simulated at --bytes; printed best first with the speedup over a
@@ -14,7 +14,7 @@
 //      instance to count its threadblocks t, then with floor(budget / t) instances. A fixed
 //      --instances replicates every program alike instead.
 //      --lowering both (the default) lowers every program twice, to NCCL Ring and to NCCL Tree
-//      (p2_lower.h; seed 003 §4 runs each program under both NCCL_ALGO settings, Appendix A's
+//      (p2_lower.h; P² §4 runs each program under both NCCL_ALGO settings, Appendix A's
 //      Ring and Tree columns), and ranks the two as separate candidates.
 //   3. The baseline of a placement is its one-instruction program (root, InsideGroup,
 //      AllReduce): one AllReduce over each reduction group, in the faster of the lowerings
@@ -269,7 +269,7 @@ void measureFastest(const ReductionArgs& args, std::uint64_t bytes,
 }
 
 // Top-1/5/10 F1 of the predicted ranking against the measured one, over the measured programs
-// (ranking_f1.h; seed 003 Table 5 ranks every program, --run K only the ones it measured).
+// (ranking_f1.h; P² Table 5 ranks every program, --run K only the ones it measured).
 void printTopKF1(std::FILE* out, std::vector<PlacementResult>& results) {
   std::vector<double> predicted;
   std::vector<double> measured;
@@ -468,7 +468,7 @@ ExitCode runReduction(const ReductionArgs& given) {
              candidates.size(), total, args.sizeLimit, lowered, elapsed);
   if (results.empty()) return ExitCode::ok;
 
-  // Placements by their single AllReduce, fastest first (seed 003 §5: placement matters).
+  // Placements by their single AllReduce, fastest first (P² §5: placement matters).
   std::vector<std::size_t> order(results.size());
   for (std::size_t i = 0; i < order.size(); ++i)
     order[i] = i;

@@ -46,7 +46,7 @@ struct TuneArgs {
   double budgetSeconds = 0.05;
   int maxBatches = 10;
   std::string dtype = "float32";
-  // LL and LL128 only up to flaggedMax: they are latency protocols (seed 000 §6.1), their
+  // LL and LL128 only up to flaggedMax: they are latency protocols (GC3 §6.1), their
   // messages at most 8 KiB / 64 KiB; on shm their messages travel as flagged lines.
   std::vector<std::string> protocols = {"simple", "ll", "ll128"};
   std::string flaggedMax = "64K";

@@ -1,4 +1,4 @@
-// `chorus`: one CLI with subcommands (DESIGN.md "CLI contract"). Parses the command line,
+// `chorus`: one CLI with subcommands (docs/design.md "CLI contract"). Parses the command line,
 // runs the chosen subcommand and maps errors to exit codes: 2 for usage mistakes, 1 for
 // failures found, 3 (with a bug message) for chorus's own internal errors.
 #include <fmt/format.h>
