@@ -192,7 +192,7 @@ std::vector<AlgorithmInfo> hierarchicalAllGatherAlgorithms() {
        .collective = "allgather",
        .description = "GPUs send to their node leader, leaders run recursive doubling across "
                       "nodes (any N) and forward each range to local GPUs as it arrives",
-       .citation = "seed 002 Algorithm 1 (Hierarchical allgather + overlap), §III-A",
+       .citation = "MVAPICH all-to-all Algorithm 1 (Hierarchical allgather + overlap), §III-A",
        .shape = Shape::nodes,
        .minRanks = 2,
        .params = {instanceChannelsParam(

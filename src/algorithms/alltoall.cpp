@@ -110,7 +110,7 @@ std::vector<AlgorithmInfo> allToAllAlgorithms() {
       {.name = "alltoall.direct",
        .collective = "alltoall",
        .description = "direct: every rank copies chunk d straight to rank d's output",
-       .citation = "seed 000 §7.3 (naive one-step AllToAll); seed 002 Table I (Direct)",
+       .citation = "GC3 §7.3 (naive one-step AllToAll); MVAPICH all-to-all Table I (Direct)",
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {},
@@ -123,7 +123,8 @@ std::vector<AlgorithmInfo> allToAllAlgorithms() {
        .collective = "alltoall",
        .description = "p−1 steps, step s sends to r+s and receives from r−s (or exchanges with r "
                       "XOR s), one threadblock per step",
-       .citation = "seed 002 Table I (Pairwise [15]); seed 001 / sim-synth §2.1 pairwise exchange",
+       .citation = "MVAPICH all-to-all Table I (Pairwise [15]); xCCL notes / docs/sources.md "
+                   "\"α-β-γ closed forms\" pairwise exchange",
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {{.name = "xor",
@@ -142,7 +143,7 @@ std::vector<AlgorithmInfo> allToAllAlgorithms() {
        .collective = "alltoall",
        .description = "all p−1 sends posted at once to staggered destinations r+1, r+2, …; "
                       "sends and receives in separate threadblocks",
-       .citation = "seed 002 Table I (Scatter Destination [14])",
+       .citation = "MVAPICH all-to-all Table I (Scatter Destination [14])",
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {},

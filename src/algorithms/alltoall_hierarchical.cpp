@@ -362,7 +362,7 @@ std::vector<AlgorithmInfo> hierarchicalAllToAllAlgorithms() {
       {.name = "alltoall.eager",
        .collective = "alltoall",
        .description = "pairwise with the intra-node steps overlapping the first inter-node ones",
-       .citation = "seed 002 Algorithm 2 (Eager personalized all-to-all), Figure 4",
+       .citation = "MVAPICH all-to-all Algorithm 2 (Eager personalized all-to-all), Figure 4",
        .shape = Shape::nodes,
        .minRanks = 2,
        .params = {},
@@ -376,7 +376,7 @@ std::vector<AlgorithmInfo> hierarchicalAllToAllAlgorithms() {
        .collective = "alltoall",
        .description = "per node L leaders gather, exchange pairwise across nodes (one message "
                       "per leader pair and step) and scatter; intra-node direct",
-       .citation = "seed 002 Algorithm 3 (Hierarchical personalized all-to-all), §III-C",
+       .citation = "MVAPICH all-to-all Algorithm 3 (Hierarchical personalized all-to-all), §III-C",
        .shape = Shape::nodes,
        .minRanks = 2,
        .params = {{.name = "leaders",
@@ -406,7 +406,7 @@ std::vector<AlgorithmInfo> hierarchicalAllToAllAlgorithms() {
        .collective = "alltoall",
        .description = "gather + transpose per remote node, one G²-chunk transfer per node pair, "
                       "scatter; node pairs dealt round-robin to the GPUs",
-       .citation = "seed 000 §7.3 (two-step extended by a scatter step, as msccl-tools' "
+       .citation = "GC3 §7.3 (two-step extended by a scatter step, as msccl-tools' "
                    "alltoall_a100_three_step)",
        .shape = Shape::nodes,
        .minRanks = 2,
@@ -420,7 +420,7 @@ std::vector<AlgorithmInfo> hierarchicalAllToAllAlgorithms() {
       {.name = "alltoall.two-step",
        .collective = "alltoall",
        .description = "gather per remote node in scratch, one aggregated transfer per GPU pair",
-       .citation = "seed 000 §7.3 Figure 8",
+       .citation = "GC3 §7.3 Figure 8",
        .shape = Shape::nodes,
        .minRanks = 2,
        .params = {instanceChannelsParam(

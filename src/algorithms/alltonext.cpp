@@ -85,7 +85,7 @@ std::vector<AlgorithmInfo> allToNextAlgorithms() {
        .description = "send to the next rank (direction=backward: to the previous one, the "
                       "alltonext-backward collective); node boundaries split over all G GPUs' "
                       "links",
-       .citation = "seed 000 §7.4",
+       .citation = "GC3 §7.4",
        .shape = Shape::nodes,
        .minRanks = 2,
        .params = {{.name = "direction",

@@ -99,7 +99,7 @@ std::vector<AlgorithmInfo> broadcastAlgorithms() {
       {.name = "broadcast.chain",
        .collective = "broadcast",
        .description = "pipelined chain root -> root+1 -> ...: the buffer in `pipeline` pieces",
-       .citation = "seed 001 Ring (pipelined chunks); seed 000 §5.1",
+       .citation = "xCCL notes Ring (pipelined chunks); GC3 §5.1",
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {rootParam(),
@@ -116,7 +116,8 @@ std::vector<AlgorithmInfo> broadcastAlgorithms() {
       {.name = "broadcast.scatter-allgather",
        .collective = "broadcast",
        .description = "binomial scatter of p blocks from the root, then a ring AllGather",
-       .citation = "seed 001 Binomial Tree + Ring All-Gather; sim-synth §2.1 (van de Geijn)",
+       .citation = "xCCL notes Binomial Tree + Ring All-Gather; docs/sources.md \"α-β-γ closed "
+                   "forms\" (van de Geijn)",
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {rootParam()},

@@ -158,7 +158,8 @@ std::vector<AlgorithmInfo> bruckAlgorithms() {
        .collective = "allgather",
        .description = "Bruck: ⌈log_k p⌉ rounds, rank r sends its first min(h, p−d·h) chunks to "
                       "r−d·h, then a local rotation; any p",
-       .citation = "seed 002 Table I (Bruck [13]); seed 001 / sim-synth §2.1 Allgather Bruck",
+       .citation = "MVAPICH all-to-all Table I (Bruck [13]); xCCL notes / docs/sources.md \"α-β-γ "
+                   "closed forms\" Allgather Bruck",
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {radixParam()},
@@ -173,7 +174,8 @@ std::vector<AlgorithmInfo> bruckAlgorithms() {
        .collective = "alltoall",
        .description = "Bruck: ⌈log_k p⌉ rounds, blocks whose base-k digit x is d packed and sent "
                       "to r+d·k^x; rotations tracked, inverse rotation into the output",
-       .citation = "seed 002 Table I (Bruck [13]); seed 001 / sim-synth §2.1 Alltoall Bruck",
+       .citation = "MVAPICH all-to-all Table I (Bruck [13]); xCCL notes / docs/sources.md \"α-β-γ "
+                   "closed forms\" Alltoall Bruck",
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {radixParam()},

@@ -121,7 +121,7 @@ std::vector<AlgorithmInfo> directAlgorithms() {
       {.name = "allgather.direct",
        .collective = "allgather",
        .description = "every rank sends its block straight to every other rank, out of place",
-       .citation = "seed 001 (direct All-Gather, one step)",
+       .citation = "xCCL notes (direct All-Gather, one step)",
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {},
@@ -133,7 +133,7 @@ std::vector<AlgorithmInfo> directAlgorithms() {
       {.name = "reducescatter.direct",
        .collective = "reducescatter",
        .description = "every rank sends block d straight to rank d, which sums in rank order",
-       .citation = "seed 001 (direct Reduce-Scatter, one step)",
+       .citation = "xCCL notes (direct Reduce-Scatter, one step)",
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {},
@@ -145,7 +145,7 @@ std::vector<AlgorithmInfo> directAlgorithms() {
       {.name = "reducescatter.pairwise",
        .collective = "reducescatter",
        .description = "pairwise exchange: p−1 steps, step s sends block r+s to rank r+s",
-       .citation = "seed 001 Ring (Pairwise-Exchange Reduce-Scatter); Thakur, Rabenseifner & "
+       .citation = "xCCL notes Ring (Pairwise-Exchange Reduce-Scatter); Thakur, Rabenseifner & "
                    "Gropp 2005",
        .shape = Shape::ranks,
        .minRanks = 2,

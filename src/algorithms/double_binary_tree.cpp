@@ -63,7 +63,7 @@ std::vector<AlgorithmInfo> doubleBinaryTreeAlgorithms() {
        .collective = "allreduce",
        .description = "two complementary binary trees, half the buffer each: reduce up, "
                       "broadcast down, pipelined",
-       .citation = "seed 001 Double Binary Trees (NCCL); Sanders, Speck, Träff two-tree scheme",
+       .citation = "xCCL notes Double Binary Trees (NCCL); Sanders, Speck, Träff two-tree scheme",
        .shape = Shape::ranks,
        .minRanks = 2,
        .params = {{.name = "pipeline",

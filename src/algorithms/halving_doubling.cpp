@@ -400,7 +400,7 @@ std::vector<AlgorithmInfo> halvingDoublingAlgorithms() {
        .collective = "allreduce",
        .description =
            "recursive-halving ReduceScatter + recursive-doubling AllGather, in place, any p",
-       .citation = "seed 001 Recursive-Halving + Recursive-Doubling (Rabenseifner); MPICH "
+       .citation = "xCCL notes Recursive-Halving + Recursive-Doubling (Rabenseifner); MPICH "
                    "non-power-of-two pre/post steps (Thakur, Rabenseifner & Gropp 2005)",
        .shape = Shape::ranks,
        .minRanks = 2,
@@ -415,7 +415,7 @@ std::vector<AlgorithmInfo> halvingDoublingAlgorithms() {
       {.name = "allreduce.recursive-doubling",
        .collective = "allreduce",
        .description = "whole-buffer exchange with rank XOR 2^k for lg p rounds, in place, any p",
-       .citation = "seed 001 Recursive-Doubling (All-Reduce); MPICH non-power-of-two pre/post "
+       .citation = "xCCL notes Recursive-Doubling (All-Reduce); MPICH non-power-of-two pre/post "
                    "steps (Thakur, Rabenseifner & Gropp 2005)",
        .shape = Shape::ranks,
        .minRanks = 2,
@@ -428,7 +428,7 @@ std::vector<AlgorithmInfo> halvingDoublingAlgorithms() {
       {.name = "allgather.recursive-doubling",
        .collective = "allgather",
        .description = "recursive doubling in the output (distance and vector doubling), any p",
-       .citation = "seed 001 Recursive-Doubling (All-Gather); non-power-of-two pre/post steps "
+       .citation = "xCCL notes Recursive-Doubling (All-Gather); non-power-of-two pre/post steps "
                    "as in MPICH (Thakur, Rabenseifner & Gropp 2005)",
        .shape = Shape::ranks,
        .minRanks = 2,
@@ -442,7 +442,7 @@ std::vector<AlgorithmInfo> halvingDoublingAlgorithms() {
       {.name = "reduce.rabenseifner",
        .collective = "reduce",
        .description = "recursive-halving ReduceScatter, then binomial gather to the root, any p",
-       .citation = "seed 001 Recursive-Halving (Reduce-Scatter) + Binomial Tree (gather), "
+       .citation = "xCCL notes Recursive-Halving (Reduce-Scatter) + Binomial Tree (gather), "
                    "Rabenseifner; MPICH non-power-of-two pre step (Thakur, Rabenseifner & "
                    "Gropp 2005)",
        .shape = Shape::ranks,
@@ -459,7 +459,7 @@ std::vector<AlgorithmInfo> halvingDoublingAlgorithms() {
        .collective = "reducescatter",
        .description = "lg p rounds with rank XOR 2^k, each sending all blocks outside the "
                       "rank's group (n − 2^k·n/p), any p",
-       .citation = "seed 001 Recursive-Doubling (Reduce-Scatter); Thakur, Rabenseifner & Gropp "
+       .citation = "xCCL notes Recursive-Doubling (Reduce-Scatter); Thakur, Rabenseifner & Gropp "
                    "2005 and MPICH (non-commutative operators), with MPICH's non-power-of-two "
                    "pre/post steps",
        .shape = Shape::ranks,
@@ -471,13 +471,13 @@ std::vector<AlgorithmInfo> halvingDoublingAlgorithms() {
                     "(p' = 2^⌊lg p⌋), + n/p on the ranks paired with an extra (n on the extras)",
        .cost = "lg p·α + (lg p − (p−1)/p) · n(β + γ); p ≠ 2^k: (⌊lg p⌋ + 2)α + ≤ (⌊lg p⌋ + 1 − "
                "(p'−2)/p) · nβ + ≤ (⌊lg p⌋ + 1 − (p'−1)/p) · nγ",
-       .winsWhen = "tiny buffers only (seed 001: < 32 B): lg p rounds like recursive halving, "
+       .winsWhen = "tiny buffers only (xCCL notes: < 32 B): lg p rounds like recursive halving, "
                    "which moves less; MPICH uses it for non-commutative operators, which "
                    "chorus's reductions are not"},
       {.name = "reducescatter.recursive-halving",
        .collective = "reducescatter",
        .description = "recursive halving (distance and vector halving) on blocks, any p",
-       .citation = "seed 001 Recursive-Halving (Reduce-Scatter); MPICH non-power-of-two "
+       .citation = "xCCL notes Recursive-Halving (Reduce-Scatter); MPICH non-power-of-two "
                    "pre/post steps (Thakur, Rabenseifner & Gropp 2005)",
        .shape = Shape::ranks,
        .minRanks = 2,

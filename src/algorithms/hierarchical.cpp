@@ -93,7 +93,7 @@ std::vector<AlgorithmInfo> hierarchicalAlgorithms() {
       {.name = "allreduce.hierarchical",
        .collective = "allreduce",
        .description = "intra-node ring RS, inter-node ring RS+AG per GPU, intra-node ring AG",
-       .citation = "seed 000 §2 Figure 3, §5.1",
+       .citation = "GC3 §2 Figure 3, §5.1",
        .shape = Shape::nodes,
        .minRanks = 2,
        .params = {{.name = "schedule",

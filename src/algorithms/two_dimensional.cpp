@@ -113,7 +113,7 @@ std::vector<AlgorithmInfo> twoDimensionalAlgorithms() {
       {.name = "allreduce.2d",
        .collective = "allreduce",
        .description = "2-D torus: half rows-then-columns, half columns-then-rows, concurrently",
-       .citation = "seed 000 §2 (ring phases per dimension); seed 001 Ring; 2-D torus AllReduce "
+       .citation = "GC3 §2 (ring phases per dimension); xCCL notes Ring; 2-D torus AllReduce "
                    "of Mikami et al. (Sony) and Ying et al. (Google TPU pods)",
        .shape = Shape::nodes,
        .minRanks = 2,

@@ -42,10 +42,10 @@ void checkInstruction(const SynthesisHierarchy& hierarchy, const Instruction& in
   if (instruction.form.kind == FormKind::insideGroup) return;
   const std::string& slice = hierarchy.levels[ix(instruction.slice)].name;
   if (instruction.form.level < 0 || instruction.form.level >= instruction.slice)
-    throw OptionError(fmt::format(
-        "synth: the form of a '{}' slice names level {}, which is not above it in {}; "
-        "Parallel(e) and Master(e) need e to be an ancestor of the slice (seed 003 §3.3)",
-        slice, instruction.form.level, formatSynthesisHierarchy(hierarchy)));
+    throw OptionError(
+        fmt::format("synth: the form of a '{}' slice names level {}, which is not above it in {}; "
+                    "Parallel(e) and Master(e) need e to be an ancestor of the slice (P² §3.3)",
+                    slice, instruction.form.level, formatSynthesisHierarchy(hierarchy)));
 }
 
 std::string formName(const SynthesisHierarchy& hierarchy, const Form& form) {

@@ -305,7 +305,7 @@ ExitCode runTrees(const TreesArgs& args) {
 Command addSynthTreesCommand(CLI::App& synth) {
   CLI::App* command = synth.add_subcommand(
       "trees",
-      "Topology-aware binary trees (MXNet's Kernighan-Lin trees, seed 004): one per root GPU, "
+      "Topology-aware binary trees (MXNet's Kernighan-Lin trees, MXNet trees): one per root GPU, "
       "their weights and link usage; --emit writes tree AllReduce programs");
   auto args = std::make_shared<TreesArgs>();
   command

@@ -542,7 +542,8 @@ ExitCode runReduction(const ReductionArgs& given) {
 Command addSynthReductionCommand(CLI::App& synth) {
   CLI::App* command = synth.add_subcommand(
       "reduction",
-      "P2 (seed 003): every placement of the parallelism axes on the topology's hierarchy and "
+      "P² (Xie et al., MLSys 2022): every placement of the parallelism axes on the topology's "
+      "hierarchy and "
       "every reduction program over the reduction axes, lowered to chorus, simulated and "
       "ranked against a single AllReduce");
   auto args = std::make_shared<ReductionArgs>();
@@ -572,7 +573,7 @@ Command addSynthReductionCommand(CLI::App& synth) {
       ->capture_default_str();
   command->add_option("--top", args->top, "Programs shown per placement and emitted")
       ->capture_default_str();
-  command->add_option("--size-limit", args->sizeLimit, "Largest program size (seed 003 uses 5)")
+  command->add_option("--size-limit", args->sizeLimit, "Largest program size (P² uses 5)")
       ->capture_default_str();
   command->add_option("--bytes", args->bytes, "Bytes per device to reduce (simulated)")
       ->capture_default_str();
