@@ -15,7 +15,7 @@
 #include "collective_option.h"
 #include "ir/collective.h"
 #include "ir/formats.h"
-#include "runtime/interpreter.h"
+#include "runtime/collective_args.h"
 #include "runtime/process_runner.h"
 #include "runtime/thread_runner.h"
 #include "shape_options.h"

@@ -12,8 +12,8 @@
 
 #include "bind_lang.h"
 #include "ir/collective.h"
+#include "runtime/collective_args.h"
 #include "runtime/datatype.h"
-#include "runtime/interpreter.h"
 #include "runtime/thread_runner.h"
 #include "sim/simulator.h"
 #include "support/error.h"
