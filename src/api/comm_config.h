@@ -7,6 +7,7 @@
 #include <string>
 
 #include "chorus/chorus.h"
+#include "runtime/executor.h"
 #include "transport/fifo.h"
 
 namespace chorus::api {
@@ -29,12 +30,15 @@ struct ResolvedConfig {
   std::string algoDir;     // empty: none
   std::string tuningFile;  // empty: the shipped table only; "off": no tuning tables
   transport::FifoOptions fifo;
-  int threads = 1;  // executor threads per rank (runtime::ExecOptions::threads)
-  // CHORUS_STREAMING_BYTES: runtime::ExecOptions::streamingCallBytes (0: never stream).
+  int threads = 1;  // executor threads per rank (runtime::ExecutorConfig::threads)
+  // CHORUS_STREAMING_BYTES: runtime::ExecutorConfig::streamingCallBytes (0: never stream).
   std::size_t streamingCallBytes = 0;
   std::string authToken;     // CHORUS_AUTH_TOKEN: tcp peers must present it
   std::string socketIfname;  // CHORUS_SOCKET_IFNAME: the tcp transport's interface filter
   int socketsPerPeer = 1;    // CHORUS_SOCKETS_PER_PEER: tcp connections per pair of ranks
+  // The runtime::Executor each rank runs its calls on (runtime/executor.h). Neither CommConfig
+  // nor the environment sets it yet: the communicator factory's callers (tests) may.
+  std::string executor{runtime::kDefaultExecutor};
 };
 
 // How the communicator is being created: initAll (ranks are threads of this process) or

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "api/communicator_impl.h"
+#include "runtime/executor.h"
 #include "selection/plan_selection.h"
 #include "support/error.h"
 #include "transport/in_memory_store.h"
@@ -42,6 +43,22 @@ transport::TcpOptions tcpOptions(const std::string& namePrefix, const ResolvedCo
   return options;
 }
 
+runtime::ExecutorConfig executorConfig(const ResolvedConfig& config) {
+  runtime::ExecutorConfig executor;
+  executor.threads = config.threads;
+  executor.streamingCallBytes = config.streamingCallBytes;
+  return executor;
+}
+
+// Rank `rank`'s communicator over `connections` (kept alive by handle.owner).
+Communicator wrapRank(int rank, int nranks, TransportHandle handle,
+                      std::shared_ptr<runtime::PlanProvider> plans, const ResolvedConfig& config) {
+  auto executor =
+      runtime::makeExecutor(config.executor, rank, *handle.connections, executorConfig(config));
+  return Communicator::Impl::wrap(std::make_unique<Communicator::Impl>(
+      rank, nranks, std::move(handle), std::move(executor), std::move(plans), config));
+}
+
 // This rank's connections over the configured per-process transport.
 std::unique_ptr<transport::ConnectionSet> connectProcess(transport::Store& store,
                                                          const std::string& namePrefix, int rank,
@@ -66,8 +83,7 @@ std::vector<Communicator> makeThreadCommunicators(int nranks, const ResolvedConf
   comms.reserve(static_cast<std::size_t>(nranks));
   for (int r = 0; r < nranks; ++r) {
     TransportHandle handle{group, &group->rank(r), nullptr};
-    comms.push_back(Communicator::Impl::wrap(
-        std::make_unique<Communicator::Impl>(r, nranks, std::move(handle), plans, config)));
+    comms.push_back(wrapRank(r, nranks, std::move(handle), plans, config));
   }
   return comms;
 }
@@ -176,8 +192,7 @@ Communicator makeProcessCommunicator(std::shared_ptr<transport::Store> store,
     plans = selectPlans(nranks, config, "tcp");  // every peer is a tcp peer: tcp's tables
   }
   TransportHandle handle{connections, connections.get(), std::move(store)};
-  return Communicator::Impl::wrap(std::make_unique<Communicator::Impl>(
-      rank, nranks, std::move(handle), std::move(plans), config));
+  return wrapRank(rank, nranks, std::move(handle), std::move(plans), config);
 }
 
 }  // namespace chorus::api

@@ -19,7 +19,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/interpreter.h"
+#include "runtime/executor.h"
 #include "support/error.h"
 #include "transport/file_store.h"
 #include "transport/shm/shm_transport.h"
@@ -428,6 +428,10 @@ void throwFirstFailure(const std::vector<RankOutcome>& outcomes) {
 
 ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRunOptions& options) {
   const int iterations = std::max(1, options.iterations);
+  const ExecutorEntry& executorEntry = requireExecutor(options.executor, "RunOptions.executor");
+  ExecutorConfig executorConfig;
+  executorConfig.streamingCallBytes = options.streamingCallBytes;
+  executorConfig.alwaysByReference = options.alwaysByReference;
   RankProcessOptions launch;
   launch.nranks = algorithm.nranks;
   launch.transport = options.transport;
@@ -437,23 +441,21 @@ ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRun
   const auto outcomes =
       runRankProcesses(launch, [&](int rank, transport::ConnectionSet& connections) {
         RankBuffers buffers(algorithm, rank, options);
-        Workspace workspace;
+        const std::unique_ptr<Executor> executor =
+            executorEntry.make(rank, connections, executorConfig);
         RunReport report;
         for (int iteration = 0; iteration < iterations; ++iteration) {
           buffers.reset();
           const CallIdentity call = identifyCall(algorithm, options, iteration);
           connections.publishCall(call.description);
-          ExecOptions exec;
+          CallOptions exec;
           exec.timeout = options.timeout;
-          exec.collectiveLabel = call.description.c_str();
+          exec.label = call.description.c_str();
           exec.callTag = call.tag;
-          exec.workspace = &workspace;
-          exec.streamingCallBytes = options.streamingCallBytes;
-          exec.alwaysByReference = options.alwaysByReference;
           const CollectiveArgs args{buffers.input(), buffers.output(), options.count, options.type,
                                     options.op};
           const auto start = Clock::now();
-          executeRank(algorithm, rank, args, connections, exec);
+          executor->run(algorithm, args, exec);
           report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
         }
         checkRankOutput(algorithm, rank, options, buffers.output(), &report);

@@ -28,13 +28,14 @@ struct ProcessRunOptions : RunOptions {
 using ProcessRunReport = RunReport;
 
 // Forks one process per rank; each joins the group (options.transport), runs its program
-// `options.iterations` times with a call tag and published description per call, and checks
+// on the executor options.executor names `options.iterations` times with a call tag and
+// published description per call, and checks
 // its outputs (and, out of place, its unchanged inputs). Merges the ranks' reports (seconds:
 // the slowest rank's last iteration). Throws the root-cause error of a failed rank as the same
 // type (OptionError, TimeoutError, CommError, ...) with that rank's message; a rank process that
 // dies is a CommError naming it and one still running after (iterations + 1) x timeout + 10 s is
-// killed and reported as a TimeoutError. The calling process may have threads, but the children
-// only run this call.
+// killed and reported as a TimeoutError. An unknown executor is an OptionError before anything
+// is forked. The calling process may have threads, but the children only run this call.
 ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRunOptions& options);
 
 // ---- the process machinery ----------------------------------------------------------------

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/interpreter.h"
+#include "runtime/executor.h"
 #include "support/error.h"
 #include "transport/thread/thread_group.h"
 
@@ -19,6 +19,10 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
   if (!options.givenInputs.empty() && static_cast<int>(options.givenInputs.size()) != n)
     throw OptionError(fmt::format("'{}' runs on {} ranks but {} input buffers were given",
                                   algorithm.name, n, options.givenInputs.size()));
+  const ExecutorEntry& executor = requireExecutor(options.executor, "RunOptions.executor");
+  ExecutorConfig executorConfig;
+  executorConfig.streamingCallBytes = options.streamingCallBytes;
+  executorConfig.alwaysByReference = options.alwaysByReference;
   std::vector<std::unique_ptr<RankBuffers>> buffers;
   for (int r = 0; r < n; ++r)
     buffers.push_back(std::make_unique<RankBuffers>(algorithm, r, options));
@@ -36,11 +40,9 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
         try {
           CollectiveArgs args{buffers[r]->input(), buffers[r]->output(), options.count,
                               options.type, options.op};
-          ExecOptions exec;
-          exec.timeout = options.timeout;
-          exec.streamingCallBytes = options.streamingCallBytes;
-          exec.alwaysByReference = options.alwaysByReference;
-          executeRank(algorithm, r, args, group.rank(r), exec);
+          CallOptions call;
+          call.timeout = options.timeout;
+          executor.make(r, group.rank(r), executorConfig)->run(algorithm, args, call);
         } catch (...) {
           errors[r] = std::current_exception();
           group.rank(r).abort(fmt::format("rank {} failed", r));

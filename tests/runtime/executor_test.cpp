@@ -1,6 +1,7 @@
-// The executor interface: the table's default ("cpu") and its error for an unknown name,
-// registration at run time, and the CPU executor running a plan over a thread group and
-// keeping its workspace's plan facts between calls.
+// The executor interface: the table's default ("cpu") and its error for an unknown name, the CPU
+// executor running a plan over a thread group and keeping its workspace's plan facts between
+// calls, and the thread and process runners calling through the executor their options name
+// (an executor registered at run time).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -17,6 +18,8 @@
 #include "compile_for_test.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/executor.h"
+#include "runtime/process_runner.h"
+#include "runtime/thread_runner.h"
 #include "support/error.h"
 #include "transport/thread/thread_group.h"
 
@@ -87,6 +90,7 @@ std::string executorError(const std::string& name) {
 
 TEST(Executor, CpuIsTheDefaultAndListedFirst) {
   EXPECT_EQ(runtime::kDefaultExecutor, "cpu");
+  EXPECT_EQ(runtime::RunOptions{}.executor, "cpu");
   const auto executors = runtime::listExecutors();
   ASSERT_FALSE(executors.empty());
   EXPECT_EQ(executors.front()->name, "cpu");
@@ -147,6 +151,49 @@ TEST(Executor, CpuExecutorRunsAPlanAndKeepsPlanFactsBetweenCalls) {
       ASSERT_EQ(out[r][i], static_cast<float>(6 + 3 * (i % 7))) << "rank " << r << " [" << i << "]";
     const auto& cpu = dynamic_cast<const runtime::CpuExecutor&>(*executors[r]);
     EXPECT_EQ(cpu.workspace().facts.key, 77u);  // derived once for the plan key, then kept
+  }
+}
+
+TEST(Executor, ThreadRunnerCallsThroughTheNamedExecutor) {
+  registerTestExecutors();
+  const ir::Algorithm a = compileForTest("allgather.ring", 4);
+  runtime::RunOptions options;
+  options.count = 1000;
+  options.iterations = 2;
+  options.executor = "executor-test-counting";
+  const int before = countingExecutorCalls.load();
+  const auto report = runtime::runOnThreads(a, options);
+  EXPECT_TRUE(report.ok()) << report.firstWrong;
+  EXPECT_EQ(countingExecutorCalls.load() - before, 4 * 2);  // every rank, every iteration
+
+  options.executor = "gpu";
+  EXPECT_THROW(runtime::runOnThreads(a, options), OptionError);
+}
+
+TEST(Executor, ProcessRunnerCallsThroughTheNamedExecutor) {
+  registerTestExecutors();
+  const ir::Algorithm a = compileForTest("allreduce.ring", 2);
+  runtime::ProcessRunOptions options;
+  options.count = 100;
+  options.timeout = 30s;
+  options.executor = "executor-test-counting";
+  const auto report = runtime::runOnProcesses(a, options);
+  EXPECT_TRUE(report.ok()) << report.firstWrong;
+
+  // The forked ranks run the executor the options name: this one fails every call.
+  options.executor = "executor-test-refusing";
+  try {
+    runtime::runOnProcesses(a, options);
+    ADD_FAILURE() << "the refusing executor did not run";
+  } catch (const OptionError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("the refusing test executor ran"));
+  }
+  options.executor = "gpu";
+  try {
+    runtime::runOnProcesses(a, options);
+    ADD_FAILURE() << "an unknown executor ran";
+  } catch (const OptionError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("'gpu' is not an executor"));
   }
 }
 
