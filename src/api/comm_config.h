@@ -9,6 +9,7 @@
 #include "chorus/chorus.h"
 #include "runtime/executor.h"
 #include "transport/fifo.h"
+#include "transport/registry.h"
 
 namespace chorus::api {
 
@@ -18,14 +19,12 @@ inline constexpr int kMaxThreads = 64;
 inline constexpr std::size_t kMinSlotBytes = std::size_t{4} << 10;
 inline constexpr std::size_t kMaxSlotBytes = std::size_t{1} << 30;
 
-// thread: ranks are threads (initAll only); shm: processes on one host; tcp: every pair over
-// tcp (loopback on one host); automatic: shm within a host, tcp across hosts (the default for
-// ranks in separate processes).
-enum class TransportKind { thread, shm, tcp, automatic };
-
 struct ResolvedConfig {
   std::chrono::milliseconds timeout{300'000};
-  TransportKind transport = TransportKind::thread;
+  // The registry's entry (transport/registry.h); by default the one for threads of one process
+  // with initAll, the one that may span hosts for ranks in separate processes.
+  const transport::TransportEntry* transport =
+      &transport::defaultTransport(transport::TransportReach::oneProcess);
   std::string algo;        // CHORUS_ALGO syntax; empty: no overrides
   std::string algoDir;     // empty: none
   std::string tuningFile;  // empty: the shipped table only; "off": no tuning tables
@@ -45,13 +44,9 @@ struct ResolvedConfig {
 // initRank / initFromEnvironment (ranks are processes).
 enum class InitKind { allInProcess, perProcess };
 
-// Throws OptionError for a bad field or variable (and for the thread transport outside
+// Throws OptionError for a bad field or variable (and for a transport the kind of creation
+// cannot use: one for threads of one process outside initAll, one that chooses per peer with
 // initAll). Reads the environment; thread-safe.
 ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind);
-
-// "thread", "shm", "tcp", "auto".
-std::string_view transportName(TransportKind kind);
-// The transport whose tuning tables apply: auto runs on shm within a host.
-std::string_view tuningTransportName(TransportKind kind);
 
 }  // namespace chorus::api

@@ -113,15 +113,15 @@ Communicator::Impl::Impl(int rank, int size, api::TransportHandle transport,
   CHORUS_INTERNAL_ASSERT(executor_ != nullptr, "communicator without an executor");
   CHORUS_INTERNAL_ASSERT(plans_ != nullptr, "communicator without a plan provider");
   if (logEnabled(LogLevel::info))
-    logLine(LogLevel::info,
-            fmt::format(
-                "communicator rank {} of {} created: transport {}, FIFOs of {} slots x {} "
-                "bytes, timeout {} ms{}{}{}",
-                rank_, size_, api::transportName(config_.transport), config_.fifo.slots,
-                config_.fifo.slotBytes, config_.timeout.count(),
-                config_.algo.empty() ? "" : ", CHORUS_ALGO " + config_.algo,
-                config_.algoDir.empty() ? "" : ", CHORUS_ALGO_DIR " + config_.algoDir,
-                config_.tuningFile.empty() ? "" : ", CHORUS_TUNING_FILE " + config_.tuningFile));
+    logLine(
+        LogLevel::info,
+        fmt::format(
+            "communicator rank {} of {} created: transport {}, FIFOs of {} slots x {} "
+            "bytes, timeout {} ms{}{}{}",
+            rank_, size_, config_.transport->name, config_.fifo.slots, config_.fifo.slotBytes,
+            config_.timeout.count(), config_.algo.empty() ? "" : ", CHORUS_ALGO " + config_.algo,
+            config_.algoDir.empty() ? "" : ", CHORUS_ALGO_DIR " + config_.algoDir,
+            config_.tuningFile.empty() ? "" : ", CHORUS_TUNING_FILE " + config_.tuningFile));
 }
 
 Communicator::Impl::~Impl() {

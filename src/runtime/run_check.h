@@ -25,6 +25,9 @@ struct RunOptions {
   ReduceOp op = ReduceOp::sum;
   std::chrono::milliseconds timeout{60'000};  // per call
   transport::FifoOptions fifo;
+  // The transport's registered name (transport/registry.h); empty: the runner's default, the
+  // thread transport for runOnThreads and shm for runOnProcesses.
+  std::string transport;
   std::string executor{kDefaultExecutor};                       // the executor's name (executor.h)
   std::size_t streamingCallBytes = kDefaultStreamingCallBytes;  // ExecutorConfig's (0: never)
   bool alwaysByReference = false;                               // ExecutorConfig's (tests)

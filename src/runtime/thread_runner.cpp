@@ -9,7 +9,7 @@
 
 #include "runtime/executor.h"
 #include "support/error.h"
-#include "transport/thread/thread_group.h"
+#include "transport/registry.h"
 
 namespace chorus::runtime {
 
@@ -19,10 +19,22 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
   if (!options.givenInputs.empty() && static_cast<int>(options.givenInputs.size()) != n)
     throw OptionError(fmt::format("'{}' runs on {} ranks but {} input buffers were given",
                                   algorithm.name, n, options.givenInputs.size()));
+  const transport::TransportEntry& transportEntry =
+      options.transport.empty()
+          ? transport::defaultTransport(transport::TransportReach::oneProcess)
+          : transport::requireTransport(options.transport, "RunOptions.transport");
+  if (!transportEntry.makeGroup)
+    throw OptionError(fmt::format(
+        "runOnThreads runs ranks that are threads of one group made in this process; transport "
+        "'{}' ({}) connects each rank on its own: use runOnProcesses",
+        transportEntry.name, transportEntry.description));
   const ExecutorEntry& executor = requireExecutor(options.executor, "RunOptions.executor");
   ExecutorConfig executorConfig;
   executorConfig.streamingCallBytes = options.streamingCallBytes;
   executorConfig.alwaysByReference = options.alwaysByReference;
+  transport::TransportOptions transportOptions;
+  transportOptions.fifo = options.fifo;
+  transportOptions.timeout = options.timeout;
   std::vector<std::unique_ptr<RankBuffers>> buffers;
   for (int r = 0; r < n; ++r)
     buffers.push_back(std::make_unique<RankBuffers>(algorithm, r, options));
@@ -31,7 +43,8 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
   for (int iteration = 0; iteration < std::max(1, options.iterations); ++iteration) {
     for (auto& b : buffers)
       b->reset();
-    transport::ThreadGroup group(n, options.fifo);
+    const std::vector<std::shared_ptr<transport::ConnectionSet>> group =
+        transportEntry.makeGroup(n, transportOptions);
     std::vector<std::exception_ptr> errors(n);
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::thread> threads;
@@ -42,10 +55,10 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
                               options.type, options.op};
           CallOptions call;
           call.timeout = options.timeout;
-          executor.make(r, group.rank(r), executorConfig)->run(algorithm, args, call);
+          executor.make(r, *group[r], executorConfig)->run(algorithm, args, call);
         } catch (...) {
           errors[r] = std::current_exception();
-          group.rank(r).abort(fmt::format("rank {} failed", r));
+          group[r]->abort(fmt::format("rank {} failed", r));
         }
       });
     for (auto& t : threads)

@@ -1,5 +1,7 @@
-// The communicator's seams: the executor it runs calls on (the default "cpu", or one registered
-// at run time, chosen in the communicator factory).
+// The communicator's seams: the transport it resolves from the registry (defaults, and the
+// messages for a transport the kind of creation cannot use, generated from the registry) and the
+// executor it runs calls on (the default "cpu", or one registered at run time, chosen in the
+// communicator factory).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +17,7 @@
 #include "runtime/cpu_executor.h"
 #include "runtime/executor.h"
 #include "support/error.h"
+#include "transport/registry.h"
 
 namespace chorus {
 namespace {
@@ -53,6 +56,17 @@ void registerSeamExecutor() {
   (void)registered;
 }
 
+std::string resolveError(const std::string& transportName, api::InitKind kind) {
+  CommConfig config;
+  config.transport = transportName;
+  try {
+    api::resolveConfig(config, kind);
+  } catch (const OptionError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
 // One AllReduce of 64 floats on every rank of `comms`; true if every result is right.
 bool allReduceIsExact(std::vector<Communicator>& comms) {
   const int n = static_cast<int>(comms.size());
@@ -69,9 +83,36 @@ bool allReduceIsExact(std::vector<Communicator>& comms) {
   return true;
 }
 
-TEST(CommSeams, TheDefaultExecutorIsCpu) {
-  EXPECT_EQ(api::resolveConfig({}, api::InitKind::allInProcess).executor, "cpu");
-  EXPECT_EQ(api::resolveConfig({}, api::InitKind::perProcess).executor, "cpu");
+TEST(CommSeams, DefaultsComeFromTheRegistries) {
+  const api::ResolvedConfig threads = api::resolveConfig({}, api::InitKind::allInProcess);
+  EXPECT_EQ(threads.transport, &transport::defaultTransport(transport::TransportReach::oneProcess));
+  EXPECT_EQ(threads.transport->name, "thread");
+  EXPECT_EQ(threads.executor, "cpu");
+  const api::ResolvedConfig processes = api::resolveConfig({}, api::InitKind::perProcess);
+  EXPECT_EQ(processes.transport->name, "auto");
+  CommConfig shm;
+  shm.transport = "shm";
+  EXPECT_EQ(api::resolveConfig(shm, api::InitKind::allInProcess).transport,
+            transport::findTransport("shm"));
+}
+
+TEST(CommSeams, TransportMessagesListWhatTheRegistryAllows) {
+  const std::string thread = resolveError("thread", api::InitKind::perProcess);
+  EXPECT_THAT(thread, HasSubstr("CommConfig.transport='thread' only works with "
+                                "Communicator::initAll"));
+  EXPECT_THAT(
+      thread,
+      HasSubstr("ranks in separate processes use " +
+                transport::transportNames(
+                    [](const transport::TransportEntry& e) { return e.runsProcesses(); }, "'")));
+  const std::string automatic = resolveError("auto", api::InitKind::allInProcess);
+  EXPECT_THAT(automatic, HasSubstr("CommConfig.transport='auto' chooses shm or tcp per peer"));
+  EXPECT_THAT(automatic, HasSubstr("with Communicator::initAll use 'thread', 'shm' or 'tcp'"));
+  const std::string unknown = resolveError("udp", api::InitKind::allInProcess);
+  EXPECT_THAT(unknown, HasSubstr("CommConfig.transport='udp' is not a transport"));
+  EXPECT_THAT(unknown, HasSubstr("or leave it empty for the default"));
+  for (const transport::TransportEntry* entry : transport::listTransports())
+    EXPECT_THAT(unknown, HasSubstr(entry->name + ": " + entry->description));
 }
 
 TEST(CommSeams, CommunicatorRunsCallsOnTheExecutorItWasMadeWith) {

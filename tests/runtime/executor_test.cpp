@@ -1,7 +1,7 @@
 // The executor interface: the table's default ("cpu") and its error for an unknown name, the CPU
 // executor running a plan over a thread group and keeping its workspace's plan facts between
 // calls, and the thread and process runners calling through the executor their options name
-// (an executor registered at run time).
+// (an executor registered at run time) and refusing transports of the other kind.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -195,6 +195,29 @@ TEST(Executor, ProcessRunnerCallsThroughTheNamedExecutor) {
   } catch (const OptionError& error) {
     EXPECT_THAT(error.what(), HasSubstr("'gpu' is not an executor"));
   }
+}
+
+TEST(Executor, RunnersRefuseATransportOfTheOtherKind) {
+  const ir::Algorithm a = compileForTest("allreduce.ring", 2);
+  runtime::RunOptions options;
+  options.count = 100;
+  options.transport = "shm";
+  try {
+    runtime::runOnThreads(a, options);
+    ADD_FAILURE() << "runOnThreads took shm";
+  } catch (const OptionError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("use runOnProcesses"));
+  }
+  options.transport = "thread";
+  try {
+    runtime::runOnProcesses(a, options);
+    ADD_FAILURE() << "runOnProcesses took thread";
+  } catch (const OptionError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("forked ranks need one of 'shm', 'tcp'"));
+  }
+  options.transport = "pigeon";
+  EXPECT_THROW(runtime::runOnThreads(a, options), OptionError);
+  EXPECT_THROW(runtime::runOnProcesses(a, options), OptionError);
 }
 
 }  // namespace
