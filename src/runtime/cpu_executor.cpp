@@ -4,22 +4,22 @@ namespace chorus::runtime {
 
 CpuExecutor::CpuExecutor(int rank, transport::ConnectionSet& connections,
                          const ExecutorConfig& config)
-    : Executor(rank, connections), config_(config) {}
+    : Executor(rank, connections) {
+  exec_.workspace = &workspace_;
+  exec_.threads = config.threads;
+  exec_.streamingCallBytes = config.streamingCallBytes;
+  exec_.alwaysByReference = config.alwaysByReference;
+}
 
 void CpuExecutor::run(const ir::Algorithm& algorithm, const CollectiveArgs& args,
                       const CallOptions& options) {
-  ExecOptions exec;
-  exec.timeout = options.timeout;
-  exec.collectiveLabel = options.label;
-  exec.hasLabelSequence = options.hasLabelSequence;
-  exec.labelSequence = options.labelSequence;
-  exec.callTag = options.callTag;
-  exec.workspace = &workspace_;
-  exec.planKey = options.planKey;
-  exec.threads = config_.threads;
-  exec.streamingCallBytes = config_.streamingCallBytes;
-  exec.alwaysByReference = config_.alwaysByReference;
-  executeRank(algorithm, rank(), args, connections(), exec);
+  exec_.timeout = options.timeout;
+  exec_.collectiveLabel = options.label;
+  exec_.hasLabelSequence = options.hasLabelSequence;
+  exec_.labelSequence = options.labelSequence;
+  exec_.callTag = options.callTag;
+  exec_.planKey = options.planKey;
+  executeRank(algorithm, rank(), args, connections(), exec_);
 }
 
 }  // namespace chorus::runtime

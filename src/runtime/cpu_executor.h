@@ -16,7 +16,8 @@ class CpuExecutor final : public Executor {
 
   std::string_view name() const override { return kName; }
   // executeRank() with the config's knobs, `options` and this executor's workspace. Allocates
-  // nothing once a repeated call's plan and count have been seen.
+  // nothing once a repeated call's plan and count have been seen; sets only the per-call
+  // fields of its ExecOptions.
   void run(const ir::Algorithm& algorithm, const CollectiveArgs& args,
            const CallOptions& options) override;
 
@@ -24,8 +25,8 @@ class CpuExecutor final : public Executor {
   const Workspace& workspace() const { return workspace_; }
 
  private:
-  const ExecutorConfig config_;
   Workspace workspace_;
+  ExecOptions exec_;  // the config's knobs and &workspace_, set once; run() fills in the rest
 };
 
 }  // namespace chorus::runtime
