@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/interpreter.h"
+#include "runtime/stream_copy.h"
 #include "support/env.h"
 #include "support/error.h"
 #include "support/size.h"
@@ -24,7 +24,7 @@ std::chrono::milliseconds resolveTimeout(const CommConfig& config) {
   return envDuration("CHORUS_TIMEOUT").value_or(std::chrono::milliseconds(300'000));
 }
 
-TransportKind resolveTransport(const CommConfig& config, InitKind kind) {
+const transport::TransportEntry* resolveTransport(const CommConfig& config, InitKind kind) {
   std::string name = config.transport;
   std::string what = "CommConfig.transport";
   if (name.empty()) {
@@ -32,28 +32,27 @@ TransportKind resolveTransport(const CommConfig& config, InitKind kind) {
     what = "CHORUS_TRANSPORT";
   }
   if (name.empty())
-    return kind == InitKind::allInProcess ? TransportKind::thread : TransportKind::automatic;
-  if (name == "shm") return TransportKind::shm;
-  if (name == "tcp") return TransportKind::tcp;
-  if (name == "auto") {
-    if (kind == InitKind::perProcess) return TransportKind::automatic;
+    return &transport::defaultTransport(kind == InitKind::allInProcess
+                                            ? transport::TransportReach::oneProcess
+                                            : transport::TransportReach::anyHosts);
+  const transport::TransportEntry& entry =
+      transport::requireTransport(name, what, ", or leave it empty for the default");
+  if (kind == InitKind::allInProcess && !entry.runsThreads())
     throw OptionError(
-        fmt::format("{}='auto' chooses shm or tcp per peer for ranks in separate processes; with "
-                    "Communicator::initAll use 'thread', 'shm' or 'tcp'",
-                    what));
-  }
-  if (name == "thread") {
-    if (kind == InitKind::allInProcess) return TransportKind::thread;
+        fmt::format("{}='{}' chooses {}; that is for ranks in separate processes, so with "
+                    "Communicator::initAll use {}",
+                    what, name, entry.description,
+                    transport::transportNames(
+                        [](const transport::TransportEntry& e) { return e.runsThreads(); }, "'")));
+  if (kind == InitKind::perProcess && !entry.runsProcesses())
     throw OptionError(fmt::format(
-        "{}='thread' only works with Communicator::initAll (all ranks are threads of one "
-        "process); ranks in separate processes use 'auto', 'shm' or 'tcp' (or leave {} empty)",
-        what, what));
-  }
-  throw OptionError(fmt::format(
-      "{}='{}' is not a transport; choose 'thread' (initAll only), 'shm' (processes on one "
-      "host), 'tcp' (every pair over tcp) or 'auto' (shm within a host, tcp across hosts), or "
-      "leave it empty for the default",
-      what, name));
+        "{}='{}' only works with Communicator::initAll ({}); ranks in separate processes use {} "
+        "(or leave {} empty)",
+        what, name, entry.description,
+        transport::transportNames(
+            [](const transport::TransportEntry& e) { return e.runsProcesses(); }, "'"),
+        what));
+  return &entry;
 }
 
 int resolveSlots(const CommConfig& config) {
@@ -123,24 +122,6 @@ ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind) {
   resolved.socketsPerPeer = static_cast<int>(
       envInt("CHORUS_SOCKETS_PER_PEER", 1, transport::kMaxSocketsPerPeer).value_or(1));
   return resolved;
-}
-
-std::string_view transportName(TransportKind kind) {
-  switch (kind) {
-    case TransportKind::thread:
-      return "thread";
-    case TransportKind::shm:
-      return "shm";
-    case TransportKind::tcp:
-      return "tcp";
-    case TransportKind::automatic:
-      return "auto";
-  }
-  return "?";
-}
-
-std::string_view tuningTransportName(TransportKind kind) {
-  return kind == TransportKind::automatic ? "shm" : transportName(kind);
 }
 
 }  // namespace chorus::api

@@ -7,7 +7,9 @@
 #include <string>
 
 #include "chorus/chorus.h"
+#include "runtime/executor.h"
 #include "transport/fifo.h"
+#include "transport/registry.h"
 
 namespace chorus::api {
 
@@ -17,37 +19,34 @@ inline constexpr int kMaxThreads = 64;
 inline constexpr std::size_t kMinSlotBytes = std::size_t{4} << 10;
 inline constexpr std::size_t kMaxSlotBytes = std::size_t{1} << 30;
 
-// thread: ranks are threads (initAll only); shm: processes on one host; tcp: every pair over
-// tcp (loopback on one host); automatic: shm within a host, tcp across hosts (the default for
-// ranks in separate processes).
-enum class TransportKind { thread, shm, tcp, automatic };
-
 struct ResolvedConfig {
   std::chrono::milliseconds timeout{300'000};
-  TransportKind transport = TransportKind::thread;
+  // The registry's entry (transport/registry.h); by default the one for threads of one process
+  // with initAll, the one that may span hosts for ranks in separate processes.
+  const transport::TransportEntry* transport =
+      &transport::defaultTransport(transport::TransportReach::oneProcess);
   std::string algo;        // CHORUS_ALGO syntax; empty: no overrides
   std::string algoDir;     // empty: none
   std::string tuningFile;  // empty: the shipped table only; "off": no tuning tables
   transport::FifoOptions fifo;
-  int threads = 1;  // executor threads per rank (runtime::ExecOptions::threads)
-  // CHORUS_STREAMING_BYTES: runtime::ExecOptions::streamingCallBytes (0: never stream).
+  int threads = 1;  // executor threads per rank (runtime::ExecutorConfig::threads)
+  // CHORUS_STREAMING_BYTES: runtime::ExecutorConfig::streamingCallBytes (0: never stream).
   std::size_t streamingCallBytes = 0;
   std::string authToken;     // CHORUS_AUTH_TOKEN: tcp peers must present it
   std::string socketIfname;  // CHORUS_SOCKET_IFNAME: the tcp transport's interface filter
   int socketsPerPeer = 1;    // CHORUS_SOCKETS_PER_PEER: tcp connections per pair of ranks
+  // The runtime::Executor each rank runs its calls on (runtime/executor.h). Neither CommConfig
+  // nor the environment sets it yet: the communicator factory's callers (tests) may.
+  std::string executor{runtime::kDefaultExecutor};
 };
 
 // How the communicator is being created: initAll (ranks are threads of this process) or
 // initRank / initFromEnvironment (ranks are processes).
 enum class InitKind { allInProcess, perProcess };
 
-// Throws OptionError for a bad field or variable (and for the thread transport outside
+// Throws OptionError for a bad field or variable (and for a transport the kind of creation
+// cannot use: one for threads of one process outside initAll, one that chooses per peer with
 // initAll). Reads the environment; thread-safe.
 ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind);
-
-// "thread", "shm", "tcp", "auto".
-std::string_view transportName(TransportKind kind);
-// The transport whose tuning tables apply: auto runs on shm within a host.
-std::string_view tuningTransportName(TransportKind kind);
 
 }  // namespace chorus::api

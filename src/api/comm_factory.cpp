@@ -11,69 +11,62 @@
 #include <fmt/format.h>
 
 #include "api/communicator_impl.h"
+#include "runtime/executor.h"
 #include "selection/plan_selection.h"
 #include "support/error.h"
 #include "transport/in_memory_store.h"
-#include "transport/mixed_transport.h"
-#include "transport/shm/shm_transport.h"
-#include "transport/tcp/tcp_transport.h"
-#include "transport/thread/thread_group.h"
+#include "transport/registry.h"
 
 namespace chorus::api {
 
 namespace {
 
-transport::ShmOptions shmOptions(const std::string& namePrefix, const ResolvedConfig& config) {
-  transport::ShmOptions options;
+transport::TransportOptions transportOptions(const std::string& groupName,
+                                             const ResolvedConfig& config) {
+  transport::TransportOptions options;
   options.fifo = config.fifo;
-  options.namePrefix = namePrefix;
-  options.timeout = config.timeout;
-  return options;
-}
-
-transport::TcpOptions tcpOptions(const std::string& namePrefix, const ResolvedConfig& config) {
-  transport::TcpOptions options;
-  options.fifo = config.fifo;
-  options.groupId = namePrefix;
+  options.groupName = groupName;
   options.timeout = config.timeout;
   options.authToken = config.authToken;
-  options.ifname = config.socketIfname;
+  options.interfaceFilter = config.socketIfname;
   options.socketsPerPeer = config.socketsPerPeer;
   return options;
 }
 
-// This rank's connections over the configured per-process transport.
-std::unique_ptr<transport::ConnectionSet> connectProcess(transport::Store& store,
-                                                         const std::string& namePrefix, int rank,
-                                                         int nranks, const ResolvedConfig& config) {
-  switch (config.transport) {
-    case TransportKind::tcp:
-      return transport::connectTcp(store, rank, nranks, tcpOptions(namePrefix, config));
-    case TransportKind::automatic:
-      return transport::connectMixed(
-          store, rank, nranks, {shmOptions(namePrefix, config), tcpOptions(namePrefix, config)});
-    case TransportKind::shm:
-    case TransportKind::thread:
-      break;
-  }
-  return transport::connectShm(store, rank, nranks, shmOptions(namePrefix, config));
+runtime::ExecutorConfig executorConfig(const ResolvedConfig& config) {
+  runtime::ExecutorConfig executor;
+  executor.threads = config.threads;
+  executor.streamingCallBytes = config.streamingCallBytes;
+  return executor;
 }
 
-std::vector<Communicator> makeThreadCommunicators(int nranks, const ResolvedConfig& config,
-                                                  std::shared_ptr<runtime::PlanProvider> plans) {
-  auto group = std::make_shared<transport::ThreadGroup>(nranks, config.fifo);
+// Rank `rank`'s communicator over `connections` (kept alive by handle.owner).
+Communicator wrapRank(int rank, int nranks, TransportHandle handle,
+                      std::shared_ptr<runtime::PlanProvider> plans, const ResolvedConfig& config) {
+  auto executor =
+      runtime::makeExecutor(config.executor, rank, *handle.connections, executorConfig(config));
+  return Communicator::Impl::wrap(std::make_unique<Communicator::Impl>(
+      rank, nranks, std::move(handle), std::move(executor), std::move(plans), config));
+}
+
+// Every rank made at once by the transport's group factory (the thread transport).
+std::vector<Communicator> makeGroupCommunicators(int nranks, const ResolvedConfig& config,
+                                                 std::shared_ptr<runtime::PlanProvider> plans) {
+  std::vector<std::shared_ptr<transport::ConnectionSet>> ranks =
+      config.transport->makeGroup(nranks, transportOptions({}, config));
   std::vector<Communicator> comms;
   comms.reserve(static_cast<std::size_t>(nranks));
   for (int r = 0; r < nranks; ++r) {
-    TransportHandle handle{group, &group->rank(r), nullptr};
-    comms.push_back(Communicator::Impl::wrap(
-        std::make_unique<Communicator::Impl>(r, nranks, std::move(handle), plans, config)));
+    transport::ConnectionSet* connections = ranks[static_cast<std::size_t>(r)].get();
+    TransportHandle handle{std::move(ranks[static_cast<std::size_t>(r)]), connections, nullptr};
+    comms.push_back(wrapRank(r, nranks, std::move(handle), plans, config));
   }
   return comms;
 }
 
-// Ranks as threads of this process over a per-process transport (shm or tcp).
-std::vector<Communicator> makeProcessTransportThreadCommunicators(
+// Ranks as threads of this process over a transport whose ranks connect one by one (shm, tcp),
+// through an in-memory store.
+std::vector<Communicator> makeStoreThreadCommunicators(
     int nranks, const ResolvedConfig& config, std::shared_ptr<runtime::PlanProvider> plans) {
   auto store = std::make_shared<transport::InMemoryStore>();
   std::random_device random;
@@ -140,8 +133,8 @@ std::shared_ptr<runtime::PlanProvider> selectPlans(int nranks, const ResolvedCon
   selection.algo = config.algo;
   selection.algoDir = config.algoDir;
   selection.tuningFile = config.tuningFile;
-  selection.transport = std::string(tuningTransport.empty() ? tuningTransportName(config.transport)
-                                                            : tuningTransport);
+  selection.transport =
+      std::string(tuningTransport.empty() ? config.transport->tuning.withinHost : tuningTransport);
   selection.fifoSlots = config.fifo.slots;
   return selection::makePlanProvider(selection);
 }
@@ -155,29 +148,37 @@ int nextCommunicatorIndex(const std::string& key) {
 
 std::vector<Communicator> makeInProcessCommunicators(int nranks, const ResolvedConfig& config,
                                                      std::shared_ptr<runtime::PlanProvider> plans) {
-  if (config.transport != TransportKind::thread)
-    return makeProcessTransportThreadCommunicators(nranks, config, std::move(plans));
-  return makeThreadCommunicators(nranks, config, std::move(plans));
+  if (config.transport->makeGroup) return makeGroupCommunicators(nranks, config, std::move(plans));
+  return makeStoreThreadCommunicators(nranks, config, std::move(plans));
 }
 
 Communicator makeProcessCommunicator(std::shared_ptr<transport::Store> store,
                                      const std::string& namePrefix, int rank, int nranks,
                                      const ResolvedConfig& config,
                                      std::shared_ptr<runtime::PlanProvider> plans) {
+  const transport::TransportEntry& entry = *config.transport;
+  if (!entry.runsProcesses())
+    throw OptionError(fmt::format(
+        "transport '{}' ({}) makes every rank at once in one process; a rank that connects on "
+        "its own needs one of {}",
+        entry.name, entry.description,
+        transport::transportNames(
+            [](const transport::TransportEntry& e) { return e.runsProcesses(); }, "'")));
   std::shared_ptr<transport::ConnectionSet> connections =
-      connectProcess(*store, namePrefix, rank, nranks, config);
+      entry.connectRank(*store, rank, nranks, transportOptions(namePrefix, config));
   // Every rank sees the same hosts (exchanged through the store), so every rank picks alike.
   if (const std::string algo = hostAwareAlgo(connections->hostOfRank(), config); !algo.empty()) {
     ResolvedConfig hostAware = config;
     hostAware.algo = algo;
     plans = selectPlans(nranks, hostAware);
-  } else if (config.transport == TransportKind::automatic &&
+  } else if (entry.tuning.acrossHosts != entry.tuning.withinHost &&
              everyRankOnItsOwnHost(connections->hostOfRank())) {
-    plans = selectPlans(nranks, config, "tcp");  // every peer is a tcp peer: tcp's tables
+    // Every peer is on another host: the tables of the transport that crosses hosts.
+    plans = selectPlans(nranks, config, entry.tuning.acrossHosts);
   }
-  TransportHandle handle{connections, connections.get(), std::move(store)};
-  return Communicator::Impl::wrap(std::make_unique<Communicator::Impl>(
-      rank, nranks, std::move(handle), std::move(plans), config));
+  transport::ConnectionSet* view = connections.get();
+  TransportHandle handle{std::move(connections), view, std::move(store)};
+  return wrapRank(rank, nranks, std::move(handle), std::move(plans), config);
 }
 
 }  // namespace chorus::api

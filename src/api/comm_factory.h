@@ -24,14 +24,17 @@ std::shared_ptr<runtime::PlanProvider> selectPlans(int nranks, const ResolvedCon
 // of every rank meets in the same store namespace. Thread-safe.
 int nextCommunicatorIndex(const std::string& key);
 
-// `nranks` communicators whose ranks are threads of this process: one shared ThreadGroup for
-// the thread transport, or the shm / tcp transport set up through an in-memory store.
+// `nranks` communicators whose ranks are threads of this process: config.transport's group
+// factory makes them all at once (thread), else each rank connects through an in-memory store
+// (shm, tcp). Each rank runs its calls on the executor config.executor names (OptionError if
+// none has that name).
 std::vector<Communicator> makeInProcessCommunicators(int nranks, const ResolvedConfig& config,
                                                      std::shared_ptr<runtime::PlanProvider> plans);
 
-// One rank of a communicator over config.transport (shm, tcp, or auto: shm within a host and
-// tcp across hosts). Collective: every rank calls it with a store namespace and `namePrefix`
-// unique to this communicator (see ShmOptions::namePrefix).
+// One rank of a communicator over config.transport, a transport whose ranks connect on their own
+// (shm, tcp, or auto: shm within a host and tcp across hosts; OptionError for another), on the
+// executor config.executor names. Collective: every rank calls it with a store namespace and
+// `namePrefix` unique to this communicator (transport::TransportOptions::groupName).
 Communicator makeProcessCommunicator(std::shared_ptr<transport::Store> store,
                                      const std::string& namePrefix, int rank, int nranks,
                                      const ResolvedConfig& config,

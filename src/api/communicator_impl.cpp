@@ -99,27 +99,30 @@ std::uint64_t tagOf(const PreparedCollective& p, std::uint64_t sequence) {
 }  // namespace
 
 Communicator::Impl::Impl(int rank, int size, api::TransportHandle transport,
+                         std::unique_ptr<runtime::Executor> executor,
                          std::shared_ptr<runtime::PlanProvider> plans, api::ResolvedConfig config)
     : rank_(rank),
       size_(size),
       transport_(std::move(transport)),
+      executor_(std::move(executor)),
       plans_(std::move(plans)),
       config_(std::move(config)),
       traceCalls_(logEnabled(LogLevel::trace)),
       sendSequence_(static_cast<std::size_t>(size), 0),
       recvSequence_(static_cast<std::size_t>(size), 0) {
   CHORUS_INTERNAL_ASSERT(transport_.connections != nullptr, "communicator without connections");
+  CHORUS_INTERNAL_ASSERT(executor_ != nullptr, "communicator without an executor");
   CHORUS_INTERNAL_ASSERT(plans_ != nullptr, "communicator without a plan provider");
   if (logEnabled(LogLevel::info))
-    logLine(LogLevel::info,
-            fmt::format(
-                "communicator rank {} of {} created: transport {}, FIFOs of {} slots x {} "
-                "bytes, timeout {} ms{}{}{}",
-                rank_, size_, api::transportName(config_.transport), config_.fifo.slots,
-                config_.fifo.slotBytes, config_.timeout.count(),
-                config_.algo.empty() ? "" : ", CHORUS_ALGO " + config_.algo,
-                config_.algoDir.empty() ? "" : ", CHORUS_ALGO_DIR " + config_.algoDir,
-                config_.tuningFile.empty() ? "" : ", CHORUS_TUNING_FILE " + config_.tuningFile));
+    logLine(
+        LogLevel::info,
+        fmt::format(
+            "communicator rank {} of {} created: transport {}, FIFOs of {} slots x {} "
+            "bytes, timeout {} ms{}{}{}",
+            rank_, size_, config_.transport->name, config_.fifo.slots, config_.fifo.slotBytes,
+            config_.timeout.count(), config_.algo.empty() ? "" : ", CHORUS_ALGO " + config_.algo,
+            config_.algoDir.empty() ? "" : ", CHORUS_ALGO_DIR " + config_.algoDir,
+            config_.tuningFile.empty() ? "" : ", CHORUS_TUNING_FILE " + config_.tuningFile));
 }
 
 Communicator::Impl::~Impl() {
@@ -313,17 +316,14 @@ void Communicator::Impl::execute(const api::PreparedCollective& p, std::uint64_t
   else if (args.output == nullptr && c.count > 0)
     args.output = spareBuffer(runtime::outputElements(a, rank_, c.count) * elemSize);
 
-  runtime::ExecOptions options;
+  runtime::CallOptions options;
   options.timeout = config_.timeout;
-  options.collectiveLabel = p.shape->name.c_str();  // "allreduce #12" in messages
+  options.label = p.shape->name.c_str();  // "allreduce #12" in messages
   options.labelSequence = sequence;
   options.hasLabelSequence = true;
   options.callTag = tagOf(p, sequence);
-  options.workspace = &workspace_;
   options.planKey = p.shape->planKey;
-  options.threads = config_.threads;
-  options.streamingCallBytes = config_.streamingCallBytes;
-  runtime::executeRank(a, rank_, args, connections(), options);
+  executor_->run(a, args, options);
 }
 
 void* Communicator::Impl::spareBuffer(std::size_t bytes) {

@@ -1,4 +1,4 @@
-// The communicator's internals (api layer): rank, size, connections, plan provider, workspace,
+// The communicator's internals (api layer): rank, size, connections, executor, plan provider,
 // sequence numbers and failed state, and the collective and point-to-point call paths shared by
 // the public class (communicator.cpp), groups (group.cpp) and the C ABI (c_api.cpp).
 #pragma once
@@ -15,7 +15,7 @@
 
 #include "api/comm_config.h"
 #include "chorus/chorus.h"
-#include "runtime/interpreter.h"
+#include "runtime/executor.h"
 #include "runtime/plan_provider.h"
 #include "transport/connections.h"
 #include "transport/store.h"
@@ -41,7 +41,7 @@ struct CallShape {
   std::string name;     // "allreduce"
   std::string details;  // "(count 1024 float32 sum, plan allreduce.ring)"
   std::uint64_t tagBase = 0;
-  std::uint64_t planKey = 0;  // unique in the process: lets the interpreter cache plan facts
+  std::uint64_t planKey = 0;  // unique in the process: lets the executor keep plan facts
 };
 
 // A checked call with its plan, ready to run. `shape` stays valid until the communicator's next
@@ -98,8 +98,10 @@ namespace chorus {
 // Thread-safety: one thread at a time issues calls; abort(), asyncError(), sequence() and
 // lastPlan() may be called from any thread.
 struct Communicator::Impl {
+  // `executor` runs this rank's calls over transport.connections.
   Impl(int rank, int size, api::TransportHandle transport,
-       std::shared_ptr<runtime::PlanProvider> plans, api::ResolvedConfig config);
+       std::unique_ptr<runtime::Executor> executor, std::shared_ptr<runtime::PlanProvider> plans,
+       api::ResolvedConfig config);
   ~Impl();
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -165,10 +167,10 @@ struct Communicator::Impl {
   const int rank_;
   const int size_;
   api::TransportHandle transport_;
+  std::unique_ptr<runtime::Executor> executor_;  // destroyed before the connections it uses
   std::shared_ptr<runtime::PlanProvider> plans_;
   const api::ResolvedConfig config_;
-  const bool traceCalls_;  // logEnabled(LogLevel::trace), read once
-  runtime::Workspace workspace_;
+  const bool traceCalls_;            // logEnabled(LogLevel::trace), read once
   std::vector<std::uint8_t> spare_;  // stands in for buffers NCCL ignores (non-root sides)
   // prepare()'s memo of call shapes (bounded; cleared when full), used by the calling thread
   // only (one thread at a time issues calls). The few shapes used last come first, without a

@@ -11,23 +11,13 @@
 
 #include "ir/algorithm.h"
 #include "ir/collective.h"
+#include "runtime/collective_args.h"
 #include "runtime/datatype.h"
 #include "runtime/stream_copy.h"
 #include "transport/connections.h"
 #include "transport/shm/registered_memory.h"
 
 namespace chorus::runtime {
-
-// One rank's buffers and element type. `count` follows NCCL: elements of the AllReduce,
-// Broadcast and Reduce buffers, the per-rank input of AllGather, the per-rank output of
-// ReduceScatter and the per-peer block of AllToAll; custom collectives use the whole buffer.
-struct CollectiveArgs {
-  const void* input = nullptr;
-  void* output = nullptr;
-  std::size_t count = 0;
-  DataType type = DataType::float32;
-  ReduceOp op = ReduceOp::sum;
-};
 
 // What the interpreter derives from a plan before running it (its collective, the FIFOs of
 // its threadblocks, the largest message), kept between calls of the same plan.
@@ -141,15 +131,6 @@ struct ExecOptions {
   // policy would copy (reducing plans, streaming calls), so every path gets exercised.
   bool alwaysByReference = false;
 };
-
-// Elements the input/output buffer of `rank` must hold for `count` (see CollectiveArgs).
-std::size_t inputElements(const ir::Algorithm& algorithm, int rank, std::size_t count);
-std::size_t outputElements(const ir::Algorithm& algorithm, int rank, std::size_t count);
-
-// The largest count whose biggest buffer on rank 0 holds at most `bytes` of elements of
-// `elementSize` bytes (nccl-tests' "size": `chorus run --bytes`); at least 0.
-std::size_t countForBytes(const ir::Algorithm& algorithm, std::size_t bytes,
-                          std::size_t elementSize);
 
 // Runs `rank`'s program to completion on the calling thread. Any element count works: when the
 // chunking does not divide it, the buffers are staged through padded copies. Throws

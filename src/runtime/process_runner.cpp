@@ -20,11 +20,10 @@
 #include <fmt/format.h>
 
 #include "ir/step_endpoints.h"
-#include "runtime/interpreter.h"
+#include "runtime/executor.h"
 #include "support/error.h"
 #include "transport/file_store.h"
-#include "transport/shm/shm_transport.h"
-#include "transport/tcp/tcp_transport.h"
+#include "transport/registry.h"
 
 namespace chorus::runtime {
 
@@ -148,27 +147,35 @@ RankErrorKind classifyCurrentException(std::string* message) {
 
 struct LaunchPlan {
   const RankProcessOptions& options;
+  const transport::TransportEntry& transport;
   std::string storeDirectory;
   std::string namePrefix;
 };
 
-// This rank's connections over plan.options.transport; the name prefix is unique to the run,
-// so it names the shm segments or is the tcp group id.
+// The transport `name` names (empty: the one for processes on one host), which must connect
+// each rank on its own.
+const transport::TransportEntry& processTransport(const std::string& name) {
+  const transport::TransportEntry& entry =
+      name.empty() ? transport::defaultTransport(transport::TransportReach::oneHost)
+                   : transport::requireTransport(name, "RankProcessOptions.transport");
+  if (!entry.runsProcesses())
+    throw OptionError(fmt::format(
+        "transport '{}' ({}) makes every rank in one process; forked ranks need one of {}",
+        entry.name, entry.description,
+        transport::transportNames(
+            [](const transport::TransportEntry& e) { return e.runsProcesses(); }, "'")));
+  return entry;
+}
+
+// This rank's connections over plan.transport; the name prefix is unique to the run, so it
+// names the shm segments or is the tcp group id.
 std::unique_ptr<transport::ConnectionSet> connectRank(const LaunchPlan& plan,
                                                       transport::Store& store, int rank) {
-  const RankProcessOptions& options = plan.options;
-  if (options.transport == ProcessTransport::tcp) {
-    transport::TcpOptions tcp;
-    tcp.fifo = options.fifo;
-    tcp.groupId = plan.namePrefix;
-    tcp.timeout = options.timeout;
-    return transport::connectTcp(store, rank, options.nranks, tcp);
-  }
-  transport::ShmOptions shm;
-  shm.fifo = options.fifo;
-  shm.namePrefix = plan.namePrefix;
-  shm.timeout = options.timeout;
-  return transport::connectShm(store, rank, options.nranks, shm);
+  transport::TransportOptions options;
+  options.fifo = plan.options.fifo;
+  options.groupName = plan.namePrefix;
+  options.timeout = plan.options.timeout;
+  return plan.transport.connectRank(store, rank, plan.options.nranks, options);
 }
 
 [[noreturn]] void runChild(const LaunchPlan& plan, int rank, int reportFd,
@@ -383,8 +390,9 @@ std::vector<RankOutcome> runRankProcesses(const RankProcessOptions& options,
                                           const RankMain& rankMain) {
   if (options.nranks < 1)
     throw OptionError(fmt::format("a process run needs at least 1 rank, got {}", options.nranks));
+  const transport::TransportEntry& transportEntry = processTransport(options.transport);
   TemporaryDirectory directory;
-  const LaunchPlan plan{options, directory.path(), uniquePrefix()};
+  const LaunchPlan plan{options, transportEntry, directory.path(), uniquePrefix()};
   ShmNameSweeper sweeper(plan.namePrefix);
   std::vector<Child> children;
   children.reserve(static_cast<std::size_t>(options.nranks));
@@ -435,6 +443,10 @@ void throwFirstFailure(const std::vector<RankOutcome>& outcomes) {
 ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRunOptions& options) {
   ir::requireStepEndpoints(algorithm, "run");  // plans arrive here unverified (chorus run FILE)
   const int iterations = std::max(1, options.iterations);
+  const ExecutorEntry& executorEntry = requireExecutor(options.executor, "RunOptions.executor");
+  ExecutorConfig executorConfig;
+  executorConfig.streamingCallBytes = options.streamingCallBytes;
+  executorConfig.alwaysByReference = options.alwaysByReference;
   RankProcessOptions launch;
   launch.nranks = algorithm.nranks;
   launch.transport = options.transport;
@@ -444,23 +456,21 @@ ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRun
   const auto outcomes =
       runRankProcesses(launch, [&](int rank, transport::ConnectionSet& connections) {
         RankBuffers buffers(algorithm, rank, options);
-        Workspace workspace;
+        const std::unique_ptr<Executor> executor =
+            executorEntry.make(rank, connections, executorConfig);
         RunReport report;
         for (int iteration = 0; iteration < iterations; ++iteration) {
           buffers.reset();
           const CallIdentity call = identifyCall(algorithm, options, iteration);
           connections.publishCall(call.description);
-          ExecOptions exec;
+          CallOptions exec;
           exec.timeout = options.timeout;
-          exec.collectiveLabel = call.description.c_str();
+          exec.label = call.description.c_str();
           exec.callTag = call.tag;
-          exec.workspace = &workspace;
-          exec.streamingCallBytes = options.streamingCallBytes;
-          exec.alwaysByReference = options.alwaysByReference;
           const CollectiveArgs args{buffers.input(), buffers.output(), options.count, options.type,
                                     options.op};
           const auto start = Clock::now();
-          executeRank(algorithm, rank, args, connections, exec);
+          executor->run(algorithm, args, exec);
           report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
         }
         checkRankOutput(algorithm, rank, options, buffers.output(), &report);

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "ir/collective.h"
-#include "runtime/interpreter.h"
+#include "runtime/collective_args.h"
 #include "runtime/reduce_kernels.h"
 
 namespace chorus::runtime {

@@ -13,6 +13,7 @@
 
 #include "ir/algorithm.h"
 #include "runtime/datatype.h"
+#include "runtime/executor.h"
 #include "runtime/stream_copy.h"
 #include "transport/fifo.h"
 
@@ -24,8 +25,12 @@ struct RunOptions {
   ReduceOp op = ReduceOp::sum;
   std::chrono::milliseconds timeout{60'000};  // per call
   transport::FifoOptions fifo;
-  std::size_t streamingCallBytes = kDefaultStreamingCallBytes;  // ExecOptions' (0: never)
-  bool alwaysByReference = false;                               // ExecOptions' (tests)
+  // The transport's registered name (transport/registry.h); empty: the runner's default, the
+  // thread transport for runOnThreads and shm for runOnProcesses.
+  std::string transport;
+  std::string executor{kDefaultExecutor};                       // the executor's name (executor.h)
+  std::size_t streamingCallBytes = kDefaultStreamingCallBytes;  // ExecutorConfig's (0: never)
+  bool alwaysByReference = false;                               // ExecutorConfig's (tests)
   int iterations = 1;  // back-to-back runs on the same buffers (inputs refilled each time)
   // Caller-given inputs instead of the generated exact values: one pointer per rank to
   // inputElements(algorithm, rank, count) elements of `type` (chorus.run in Python). Floating

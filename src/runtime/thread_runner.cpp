@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 
 #include "ir/step_endpoints.h"
-#include "runtime/interpreter.h"
+#include "runtime/executor.h"
 #include "support/error.h"
-#include "transport/thread/thread_group.h"
+#include "transport/registry.h"
 
 namespace chorus::runtime {
 
@@ -21,6 +21,22 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
   if (!options.givenInputs.empty() && static_cast<int>(options.givenInputs.size()) != n)
     throw OptionError(fmt::format("'{}' runs on {} ranks but {} input buffers were given",
                                   algorithm.name, n, options.givenInputs.size()));
+  const transport::TransportEntry& transportEntry =
+      options.transport.empty()
+          ? transport::defaultTransport(transport::TransportReach::oneProcess)
+          : transport::requireTransport(options.transport, "RunOptions.transport");
+  if (!transportEntry.makeGroup)
+    throw OptionError(fmt::format(
+        "runOnThreads runs ranks that are threads of one group made in this process; transport "
+        "'{}' ({}) connects each rank on its own: use runOnProcesses",
+        transportEntry.name, transportEntry.description));
+  const ExecutorEntry& executor = requireExecutor(options.executor, "RunOptions.executor");
+  ExecutorConfig executorConfig;
+  executorConfig.streamingCallBytes = options.streamingCallBytes;
+  executorConfig.alwaysByReference = options.alwaysByReference;
+  transport::TransportOptions transportOptions;
+  transportOptions.fifo = options.fifo;
+  transportOptions.timeout = options.timeout;
   std::vector<std::unique_ptr<RankBuffers>> buffers;
   for (int r = 0; r < n; ++r)
     buffers.push_back(std::make_unique<RankBuffers>(algorithm, r, options));
@@ -29,7 +45,8 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
   for (int iteration = 0; iteration < std::max(1, options.iterations); ++iteration) {
     for (auto& b : buffers)
       b->reset();
-    transport::ThreadGroup group(n, options.fifo);
+    const std::vector<std::shared_ptr<transport::ConnectionSet>> group =
+        transportEntry.makeGroup(n, transportOptions);
     std::vector<std::exception_ptr> errors(n);
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::thread> threads;
@@ -38,14 +55,12 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
         try {
           CollectiveArgs args{buffers[r]->input(), buffers[r]->output(), options.count,
                               options.type, options.op};
-          ExecOptions exec;
-          exec.timeout = options.timeout;
-          exec.streamingCallBytes = options.streamingCallBytes;
-          exec.alwaysByReference = options.alwaysByReference;
-          executeRank(algorithm, r, args, group.rank(r), exec);
+          CallOptions call;
+          call.timeout = options.timeout;
+          executor.make(r, *group[r], executorConfig)->run(algorithm, args, call);
         } catch (...) {
           errors[r] = std::current_exception();
-          group.rank(r).abort(fmt::format("rank {} failed", r));
+          group[r]->abort(fmt::format("rank {} failed", r));
         }
       });
     for (auto& t : threads)

@@ -12,6 +12,7 @@
 
 #include "compiler/pipeline.h"
 #include "runtime/plan_provider.h"
+#include "transport/registry.h"
 
 namespace chorus::selection {
 
@@ -25,15 +26,17 @@ struct SelectionConfig {
   // A `chorus tune` file consulted before the shipped table; empty: the shipped table only;
   // "off": no tuning tables at all (built-in defaults).
   std::string tuningFile;
-  // The transport the communicator runs on ("thread", "shm"): picks the tuning table.
-  std::string transport = "thread";
+  // Whose tuning tables apply (transport::TuningTables, e.g. "shm"); by default those of the
+  // transport ranks that are threads of one process use.
+  std::string transport =
+      transport::defaultTransport(transport::TransportReach::oneProcess).tuning.withinHost;
   // Slots per connection FIFO of the communicator (CHORUS_SLOTS): every plan it may select is
   // verified deadlock-free at this depth, and library plans are scheduled for it.
   int fifoSlots = compiler::kDefaultFifoSlots;
 };
 
 // nranks plus CHORUS_ALGO, CHORUS_ALGO_DIR and CHORUS_TUNING_FILE from the process
-// environment (transport "thread").
+// environment (the default transport's tables).
 SelectionConfig selectionConfigFromEnvironment(int nranks);
 
 // Parses and checks the configuration now (OptionError naming the bad entry or file), so a

@@ -1,5 +1,5 @@
 // Runs library algorithms on forked rank processes joined by TCP over loopback
-// (runOnProcesses with ProcessTransport::tcp, what `chorus run --transport tcp` does) and
+// (runOnProcesses with transport "tcp", what `chorus run --transport tcp` does) and
 // checks every output element exactly; then the failures such a run must report on every rank
 // instead of hanging: a killed rank, a rank's own error and mismatched calls.
 #include <gmock/gmock.h>
@@ -21,7 +21,6 @@ namespace chorus {
 namespace {
 
 using runtime::DataType;
-using runtime::ProcessTransport;
 using runtime::RankErrorKind;
 using runtime::ReduceOp;
 using ::testing::HasSubstr;
@@ -31,7 +30,7 @@ using namespace std::chrono_literals;
 runtime::RunReport runTcp(const ir::Algorithm& a, std::size_t count, DataType type, ReduceOp op,
                           int iterations = 1) {
   runtime::ProcessRunOptions options;
-  options.transport = ProcessTransport::tcp;
+  options.transport = "tcp";
   options.count = count;
   options.type = type;
   options.op = op;
@@ -77,7 +76,7 @@ TEST(TcpRun, BackToBackCallsAreExact) {
 runtime::RankProcessOptions tcpProcessOptions(int nranks) {
   runtime::RankProcessOptions options;
   options.nranks = nranks;
-  options.transport = ProcessTransport::tcp;
+  options.transport = "tcp";
   options.fifo.slotBytes = 16 << 10;
   options.timeout = 60s;
   options.waitLimit = 120s;

@@ -18,6 +18,7 @@
 
 #include "bench_runner.h"
 #include "support/error.h"
+#include "transport_option.h"
 
 namespace chorus::cli {
 namespace {
@@ -66,8 +67,8 @@ ExitCode exitCodeOf(const std::exception_ptr& error) {
   }
 }
 
-// Ranks as threads of this process over the thread transport. The first error aborts the
-// communicators (so no rank waits for a dead one) and is rethrown.
+// Ranks as threads of this process over a transport that makes its group in one process. The
+// first error aborts the communicators (so no rank waits for a dead one) and is rethrown.
 ExitCode benchThreads(const SweepJob& job) {
   std::vector<Communicator> comms =
       initCommunicators(job, [&] { return Communicator::initAll(job.ranks, job.config); });
@@ -154,8 +155,8 @@ std::string readAll(int fd, std::size_t size) {
   _exit(static_cast<int>(code));
 }
 
-// Ranks as forked processes over the shm transport. Forks before any thread exists; the
-// parent only waits. Returns the worst child exit code.
+// Ranks as forked processes over a transport whose ranks connect on their own (shm, tcp). Forks
+// before any thread exists; the parent only waits. Returns the worst child exit code.
 ExitCode benchProcesses(const SweepJob& job) {
   std::vector<int> pipeFds;
   for (int peer = 1; peer < job.ranks; ++peer) {
@@ -212,14 +213,15 @@ void bindToCore(int r) {
 }
 
 ExitCode runSweepJob(const SweepJob& job) {
-  if (job.bindCores && job.transport != "shm" && job.transport != "tcp")
-    throw OptionError("--bind core pins rank processes; it needs --transport shm or tcp");
-  if (job.transport == "thread") return benchThreads(job);
-  if (job.transport == "shm" || job.transport == "tcp") return benchProcesses(job);
-  throw OptionError(fmt::format(
-      "unknown --transport '{}'; use thread (ranks are threads), shm or tcp (ranks are forked "
-      "processes; tcp over loopback)",
-      job.transport));
+  const auto forks = [](const transport::TransportEntry& e) {
+    return runsOnThisHost(e) && e.runsProcesses();
+  };
+  if (const transport::TransportEntry* named = transport::findTransport(job.transport);
+      job.bindCores && (named == nullptr || !forks(*named)))
+    throw OptionError(fmt::format("--bind core pins rank processes; it needs --transport {}",
+                                  transport::transportNames(forks)));
+  const transport::TransportEntry& chosen = parseTransportOption(job.transport);
+  return chosen.makeGroup ? benchThreads(job) : benchProcesses(job);
 }
 
 ExitCode runLaunchedRank(Communicator& comm, const SweepJob& job) {

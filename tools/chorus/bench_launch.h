@@ -1,5 +1,6 @@
 // Runs one chorus benchmark sweep on N ranks (CLI tool): threads of this process over the
-// thread transport, or forked processes over shm. Shared by `chorus bench` and `chorus tune`.
+// thread transport, or forked processes over shm or tcp (transport_option.h). Shared by
+// `chorus bench` and `chorus tune`.
 #pragma once
 
 #include <string>
@@ -8,19 +9,21 @@
 #include "cli.h"
 #include "perf/bench_args.h"
 #include "perf/bench_driver.h"
+#include "transport/registry.h"
 
 namespace chorus::cli {
 
 struct SweepJob {
   int ranks = 0;
-  std::string transport = "thread";  // "thread" or "shm"
+  // --transport (transport_option.h): "thread" by default.
+  std::string transport{transport::defaultTransport(transport::TransportReach::oneProcess).name};
   DataType type = DataType::float32;
   perf::SweepOptions options;  // from perf::makeSweepOptions
   perf::BenchArgs sweep;       // the table, --json and --plot settings
   CommConfig config;           // the communicators' configuration (CHORUS_ALGO, tuning, ...)
   std::string algo = "auto";   // what --algo said, for the title and error messages
-  // shm only: pin rank r to the r-th CPU this process may run on (modulo their number), as
-  // Open MPI's --bind-to core does; stabilizes timings on small hosts.
+  // Forked ranks only: pin rank r to the r-th CPU this process may run on (modulo their
+  // number), as Open MPI's --bind-to core does; stabilizes timings on small hosts.
   bool bindCores = false;
   // Bytes past a page boundary where the user buffers start (0 = page aligned; a malloc'd
   // buffer of 128 KiB or more starts 16 bytes past one).
@@ -31,7 +34,7 @@ struct SweepJob {
 
 // Runs the sweep; rank 0 prints the table (unless job.sweep.printTable is off) and writes the
 // --json / --plot files. Returns ok when every element was right, failure on wrong results or
-// a rank's failure, usage for bad options. Forks (shm) before any thread exists in this
+// a rank's failure, usage for bad options. Forks (shm, tcp) before any thread exists in this
 // process; the parent only waits.
 ExitCode runSweepJob(const SweepJob& job);
 

@@ -51,6 +51,7 @@
 #include "sim/simulator.h"
 #include "support/error.h"
 #include "topology/fabric.h"
+#include "transport/registry.h"
 
 namespace chorus::cli {
 namespace {
@@ -126,16 +127,18 @@ std::vector<perf::BenchRecord> sweepRecords(perf::Collective collective,
   sweep.printTable = false;
   TempFile json;
   sweep.jsonPath = json.path();
+  // The transport processes on one host use: shared memory.
+  const std::string& shm = transport::defaultTransport(transport::TransportReach::oneHost).name;
   SweepJob job;
   job.ranks = ranks;
-  job.transport = "shm";
+  job.transport = shm;
   job.type = DataType::float32;
   job.options = perf::makeSweepOptions(sweep, job.ranks, 4);
   job.options.library = "chorus";
-  job.options.transport = "shm";
+  job.options.transport = shm;
   job.options.progress = false;
   job.sweep = sweep;
-  job.config.transport = "shm";
+  job.config.transport = shm;
   job.config.algo = fmt::format("{}={}", name, algorithm);
   job.config.tuningFile = "off";
   job.algo = algorithm;

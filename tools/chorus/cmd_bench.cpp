@@ -1,8 +1,9 @@
 // `chorus bench COLL --ranks N ...`: nccl-tests style sweep of one collective through the public
 // API (chorus::Communicator): time, algbw, busbw and #wrong per size, out of place and in place,
 // with the timing method of bench/peers (see src/perf/). Ranks are threads of this process
-// (--transport thread), forked processes (--transport shm or tcp), or, with --launched, the
-// processes a launcher started (chorus launch, mpirun, torchrun variables), one per rank.
+// (--transport thread), forked processes (--transport shm or tcp: transport_option.h), or, with
+// --launched, the processes a launcher started (chorus launch, mpirun, torchrun variables), one
+// per rank.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -22,6 +23,8 @@
 #include "runtime/datatype.h"
 #include "support/env.h"
 #include "support/error.h"
+#include "transport/registry.h"
+#include "transport_option.h"
 
 namespace chorus::cli {
 namespace {
@@ -37,6 +40,12 @@ struct BenchCommandArgs {
   bool launched = false;
   std::string collective;  // --collective: must agree with COLL and with an --algo plan file
 };
+
+// "shm, tcp or auto": the transports ranks a launcher started may use.
+std::string launchedTransportNames() {
+  return transport::transportNames(
+      [](const transport::TransportEntry& e) { return e.runsProcesses(); });
+}
 
 // --algo NAME|FILE becomes a CHORUS_ALGO override for this collective; auto keeps the default
 // selection.
@@ -76,18 +85,24 @@ ExitCode runBench(const BenchCommandArgs& given) {
       throw OptionError(
           "--bind pins the ranks chorus bench forks; with --launched, bind with "
           "the launcher (e.g. mpirun --bind-to core)");
-    if (args.transport == "thread")
-      throw OptionError(
-          "--transport thread runs ranks as threads of one process; with "
-          "--launched use auto, shm or tcp (or leave it out for CHORUS_TRANSPORT, "
-          "else auto)");
+    if (const transport::TransportEntry* named = transport::findTransport(args.transport);
+        named != nullptr && !named->runsProcesses())
+      throw OptionError(fmt::format(
+          "--transport {} makes every rank in one process ({}); with --launched use {} (or leave "
+          "it out for CHORUS_TRANSPORT, else {})",
+          args.transport, named->description, launchedTransportNames(),
+          transport::defaultTransport(transport::TransportReach::anyHosts).name));
   } else if (args.ranks < 1) {
     throw OptionError(
         "--ranks must be at least 1, e.g. --ranks 2 (or --launched under a "
         "launcher)");
   }
   if (args.transport.empty())
-    args.transport = args.launched ? envString("CHORUS_TRANSPORT").value_or("auto") : "thread";
+    args.transport =
+        args.launched
+            ? envString("CHORUS_TRANSPORT")
+                  .value_or(transport::defaultTransport(transport::TransportReach::anyHosts).name)
+            : transport::defaultTransport(transport::TransportReach::oneProcess).name;
   const auto type = runtime::parseDataType(args.sweep.dtype);
   if (!type)
     throw OptionError(fmt::format(
@@ -145,10 +160,13 @@ Command addBenchCommand(CLI::App& app) {
                    "auto (the selection: CHORUS_TUNING_FILE, then the shipped tuning table), a "
                    "library algorithm with optional settings (ring{channels=2}) or a plan file")
       ->capture_default_str();
+  const transport::TransportEntry& launchedDefault =
+      transport::defaultTransport(transport::TransportReach::anyHosts);
   command
-      ->add_option("--transport", args->transport,
-                   "thread (ranks are threads), shm or tcp (forked rank processes); with "
-                   "--launched: auto (default: shm within a host, tcp across), shm or tcp")
+      ->add_option(
+          "--transport", args->transport,
+          fmt::format("{}; with --launched: {} (default {}: {})", describeTransportOption(),
+                      launchedTransportNames(), launchedDefault.name, launchedDefault.description))
       ->capture_default_str();
   command->add_flag("--launched", args->launched,
                     "This process is one rank started by a launcher (chorus launch, mpirun, "

@@ -1,7 +1,8 @@
 // `chorus run FILE|ALGO --ranks N ...`: executes a plan file or a library algorithm on real
 // ranks (threads of this process for --transport thread, forked processes joined by shared
-// memory for --transport shm or by loopback TCP for --transport tcp) with exact integer-valued
-// data and checks every output element against the collective's definition.
+// memory for --transport shm or by loopback TCP for --transport tcp: transport_option.h) with
+// exact integer-valued data and checks every output element against the collective's
+// definition.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -15,12 +16,13 @@
 #include "collective_option.h"
 #include "ir/collective.h"
 #include "ir/formats.h"
-#include "runtime/interpreter.h"
+#include "runtime/collective_args.h"
 #include "runtime/process_runner.h"
 #include "runtime/thread_runner.h"
 #include "shape_options.h"
 #include "support/error.h"
 #include "support/size.h"
+#include "transport_option.h"
 
 namespace chorus::cli {
 namespace {
@@ -31,7 +33,7 @@ struct RunArgs {
   std::string bytes = "1M";
   std::string dtype = "float32";
   std::string op = "sum";
-  std::string transport = "thread";
+  std::string transport{transport::defaultTransport(transport::TransportReach::oneProcess).name};
   double timeoutSeconds = 300;
   int iterations = 1;
   std::string collective;  // --collective: the custom collective a plan file implements
@@ -53,11 +55,7 @@ std::vector<ir::Algorithm> loadPlans(const RunArgs& args) {
 }
 
 ExitCode runRun(const RunArgs& args) {
-  if (args.transport != "thread" && args.transport != "shm" && args.transport != "tcp")
-    throw OptionError(fmt::format(
-        "unknown --transport '{}'; use thread (ranks are threads), shm or tcp (ranks are forked "
-        "processes; tcp over loopback)",
-        args.transport));
+  const transport::TransportEntry& chosen = parseTransportOption(args.transport);
   const auto type = runtime::parseDataType(args.dtype);
   if (!type) throw OptionError(fmt::format("unknown --dtype '{}'", args.dtype));
   const auto op = runtime::parseReduceOp(args.op);
@@ -75,16 +73,16 @@ ExitCode runRun(const RunArgs& args) {
     const std::size_t esz = runtime::dataTypeSize(*type);
     const std::size_t perCount =
         std::max(runtime::inputElements(plan, 0, 1), runtime::outputElements(plan, 0, 1));
-    runtime::ProcessRunOptions options;
-    options.transport =
-        args.transport == "tcp" ? runtime::ProcessTransport::tcp : runtime::ProcessTransport::shm;
+    runtime::RunOptions options;
+    options.transport = chosen.name;
     options.count = runtime::countForBytes(plan, bytes, esz);
     options.type = *type;
     options.op = *op;
     options.iterations = args.iterations;
     options.timeout = std::chrono::milliseconds(static_cast<long>(args.timeoutSeconds * 1000));
-    const auto report = args.transport == "thread" ? runtime::runOnThreads(plan, options)
-                                                   : runtime::runOnProcesses(plan, options);
+    // A transport that makes its group in one process runs ranks as threads, others fork them.
+    const auto report = chosen.makeGroup ? runtime::runOnThreads(plan, options)
+                                         : runtime::runOnProcesses(plan, options);
     fmt::print("{} '{}' on {} ranks ({} transport): {} per rank, count {}, {} {}: ",
                ir::collectiveName(plan.collective), plan.name, plan.nranks, args.transport,
                formatSize(options.count * perCount * esz), options.count,
@@ -126,10 +124,7 @@ Command addRunCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--op", args->op, "Reduction: sum, prod, min, max, avg")
       ->capture_default_str();
-  command
-      ->add_option("--transport", args->transport,
-                   "thread (ranks are threads), shm or tcp (forked processes on this host; "
-                   "tcp over loopback)")
+  command->add_option("--transport", args->transport, describeTransportOption())
       ->capture_default_str();
   command->add_option("--timeout", args->timeoutSeconds, "Seconds before a stuck rank fails")
       ->capture_default_str();

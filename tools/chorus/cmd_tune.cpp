@@ -1,7 +1,7 @@
-// `chorus tune --ranks N [--transport shm|tcp|thread]`: measures every applicable library
-// algorithm and setting of each collective over a size sweep on this machine, writes the per-size
-// winners as a tuning table (selection/tuning_table.h) that communicators load through
-// CHORUS_TUNING_FILE, and checks that `--algo auto` with the new table tracks the best
+// `chorus tune --ranks N [--transport shm|tcp|thread]` (transport_option.h): measures every
+// applicable library algorithm and setting of each collective over a size sweep on this machine,
+// writes the per-size winners as a tuning table (selection/tuning_table.h) that communicators load
+// through CHORUS_TUNING_FILE, and checks that `--algo auto` with the new table tracks the best
 // algorithm. Each candidate runs as one `chorus bench` sweep (bench_launch.h), out of place,
 // with every result checked; a candidate that fails or computes a wrong element is dropped.
 #include <fmt/format.h>
@@ -29,6 +29,8 @@
 #include "selection/tuning_builder.h"
 #include "support/error.h"
 #include "support/size.h"
+#include "transport/registry.h"
+#include "transport_option.h"
 
 namespace chorus::cli {
 namespace {
@@ -37,7 +39,9 @@ using Clock = std::chrono::steady_clock;
 
 struct TuneArgs {
   int ranks = 0;
-  std::string transport = "shm";
+  // The transport processes on one host use by default (whose tables the default transport
+  // consults there).
+  std::string transport{transport::defaultTransport(transport::TransportReach::oneHost).name};
   std::vector<std::string> collectives = {"allreduce", "allgather", "reducescatter",
                                           "alltoall",  "broadcast", "reduce"};
   std::string minBytes = "8";
@@ -366,9 +370,7 @@ std::string commandLineOf(const TuneArgs& args) {
 
 ExitCode runTune(const TuneArgs& args, const std::string& commandLine) {
   if (args.ranks < 2) throw OptionError("--ranks must be at least 2, e.g. --ranks 4");
-  if (args.transport != "shm" && args.transport != "thread" && args.transport != "tcp")
-    throw OptionError(
-        fmt::format("unknown --transport '{}'; use shm, tcp or thread", args.transport));
+  parseTransportOption(args.transport);
   if (!runtime::parseDataType(args.dtype))
     throw OptionError(fmt::format("unknown --dtype '{}'", args.dtype));
   if (args.tie < 0 || args.tie > 1)
@@ -441,9 +443,7 @@ Command addTuneCommand(CLI::App& app) {
       "Measure every applicable algorithm and setting per size and write a selection table");
   auto args = std::make_shared<TuneArgs>();
   command->add_option("-n,--ranks", args->ranks, "Number of ranks")->required();
-  command
-      ->add_option("--transport", args->transport,
-                   "shm or tcp (processes; tcp over loopback) or thread")
+  command->add_option("--transport", args->transport, describeTransportOption())
       ->capture_default_str();
   command->add_option("--collectives", args->collectives, "Collectives to tune")
       ->delimiter(',')

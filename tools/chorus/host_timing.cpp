@@ -6,7 +6,7 @@
 #include "bench_launch.h"
 #include "perf/timing.h"
 #include "runtime/datatype.h"
-#include "runtime/interpreter.h"
+#include "runtime/executor.h"
 #include "runtime/process_runner.h"
 #include "runtime/run_check.h"
 
@@ -15,18 +15,16 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Runs `algorithm` once on this rank with call number `sequence` of `options`.
-void callOnce(const ir::Algorithm& algorithm, int rank, const runtime::RunOptions& options,
-              int sequence, const runtime::CollectiveArgs& args,
-              transport::ConnectionSet& connections, runtime::Workspace& workspace) {
+// Runs `algorithm` once on the executor's rank with call number `sequence` of `options`.
+void callOnce(const ir::Algorithm& algorithm, const runtime::RunOptions& options, int sequence,
+              const runtime::CollectiveArgs& args, runtime::Executor& executor) {
   const runtime::CallIdentity call = runtime::identifyCall(algorithm, options, sequence);
-  connections.publishCall(call.description);
-  runtime::ExecOptions exec;
+  executor.connections().publishCall(call.description);
+  runtime::CallOptions exec;
   exec.timeout = options.timeout;
-  exec.collectiveLabel = call.description.c_str();
+  exec.label = call.description.c_str();
   exec.callTag = call.tag;
-  exec.workspace = &workspace;
-  runtime::executeRank(algorithm, rank, args, connections, exec);
+  executor.run(algorithm, args, exec);
 }
 
 }  // namespace
@@ -53,14 +51,15 @@ HostTiming timeOnHost(const ir::Algorithm& algorithm, std::uint64_t bytes, doubl
         bindToCore(rank);
         runtime::RankBuffers buffers(algorithm, rank, options);
         buffers.reset();
-        runtime::Workspace workspace;
+        const std::unique_ptr<runtime::Executor> executor =
+            runtime::makeExecutor(options.executor, rank, connections);
         const runtime::CollectiveArgs args{buffers.input(), buffers.output(), options.count,
                                            options.type, options.op};
         int calls = 0;
         int exchanges = 0;
         const auto runOps = [&](std::int64_t n) {
           for (std::int64_t i = 0; i < n; ++i)
-            callOnce(algorithm, rank, options, calls++, args, connections, workspace);
+            callOnce(algorithm, options, calls++, args, *executor);
         };
         const auto maxOverRanks = [&](std::span<double> values) {
           runtime::RunOptions max;
@@ -68,9 +67,8 @@ HostTiming timeOnHost(const ir::Algorithm& algorithm, std::uint64_t bytes, doubl
           max.type = runtime::DataType::float64;
           max.op = ReduceOp::max;
           max.timeout = options.timeout;
-          callOnce(exchange, rank, max, exchanges++,
-                   {values.data(), values.data(), values.size(), max.type, max.op}, connections,
-                   workspace);
+          callOnce(exchange, max, exchanges++,
+                   {values.data(), values.data(), values.size(), max.type, max.op}, *executor);
         };
         const perf::TimingResult timed = perf::measure(timing, runOps, maxOverRanks);
         runtime::RunReport report;

@@ -1,0 +1,187 @@
+#include "transport/registry.h"
+
+#include <deque>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "support/error.h"
+#include "transport/mixed_transport.h"
+#include "transport/shm/shm_transport.h"
+#include "transport/tcp/tcp_transport.h"
+#include "transport/thread/thread_group.h"
+
+namespace chorus::transport {
+namespace {
+
+ShmOptions shmOptionsOf(const TransportOptions& options) {
+  ShmOptions shm;
+  shm.fifo = options.fifo;
+  shm.namePrefix = options.groupName;
+  shm.timeout = options.timeout;
+  return shm;
+}
+
+TcpOptions tcpOptionsOf(const TransportOptions& options) {
+  TcpOptions tcp;
+  tcp.fifo = options.fifo;
+  tcp.groupId = options.groupName;
+  tcp.timeout = options.timeout;
+  tcp.authToken = options.authToken;
+  tcp.ifname = options.interfaceFilter;
+  tcp.socketsPerPeer = options.socketsPerPeer;
+  return tcp;
+}
+
+std::vector<std::shared_ptr<ConnectionSet>> makeThreadGroup(int nranks,
+                                                            const TransportOptions& options) {
+  auto group = std::make_shared<ThreadGroup>(nranks, options.fifo);
+  std::vector<std::shared_ptr<ConnectionSet>> ranks;
+  ranks.reserve(static_cast<std::size_t>(nranks));
+  for (int r = 0; r < nranks; ++r)
+    ranks.emplace_back(group, &group->rank(r));  // shares the group's ownership
+  return ranks;
+}
+
+// The built-in transports, in the order listings show them.
+std::deque<TransportEntry> builtinTransports() {
+  std::deque<TransportEntry> entries;
+  entries.push_back({.name = "thread",
+                     .description = "ranks are threads of one process",
+                     .supports = {.reach = TransportReach::oneProcess},
+                     .tuning = {"thread", "thread"},
+                     .makeGroup = makeThreadGroup,
+                     .connectRank = nullptr});
+  entries.push_back(
+      {.name = "shm",
+       .description = "processes on one host, over shared memory",
+       .supports = {.reach = TransportReach::oneHost, .registeredSingleCopy = true},
+       .tuning = {"shm", "shm"},
+       .makeGroup = nullptr,
+       .connectRank = [](Store& store, int rank, int nranks, const TransportOptions& options) {
+         return connectShm(store, rank, nranks, shmOptionsOf(options));
+       }});
+  entries.push_back(
+      {.name = "tcp",
+       .description = "processes on any hosts, every pair over tcp",
+       .supports = {.reach = TransportReach::anyHosts},
+       .tuning = {"tcp", "tcp"},
+       .makeGroup = nullptr,
+       .connectRank = [](Store& store, int rank, int nranks, const TransportOptions& options) {
+         return connectTcp(store, rank, nranks, tcpOptionsOf(options));
+       }});
+  entries.push_back(
+      {.name = "auto",
+       .description = "shm or tcp per peer (shm within a host, tcp across hosts)",
+       .supports = {.reach = TransportReach::anyHosts,
+                    .registeredSingleCopy = true,
+                    .choosesPerPeer = true},
+       .tuning = {"shm", "tcp"},
+       .makeGroup = nullptr,
+       .connectRank = [](Store& store, int rank, int nranks, const TransportOptions& options) {
+         return connectMixed(store, rank, nranks, {shmOptionsOf(options), tcpOptionsOf(options)});
+       }});
+  return entries;
+}
+
+// Every registered transport. A deque: registering never moves an entry.
+struct TransportTable {
+  std::mutex mutex;
+  std::deque<TransportEntry> entries = builtinTransports();
+};
+
+TransportTable& transportTable() {
+  static TransportTable table;
+  return table;
+}
+
+const TransportEntry* findLocked(const TransportTable& table, std::string_view name) {
+  for (const TransportEntry& entry : table.entries)
+    if (entry.name == name) return &entry;
+  return nullptr;
+}
+
+// The built-in transport `name` (an internal error if it is missing).
+const TransportEntry& builtin(std::string_view name) {
+  const TransportEntry* entry = findTransport(name);
+  CHORUS_INTERNAL_ASSERT(entry != nullptr, "built-in transport missing from the registry");
+  return *entry;
+}
+
+std::vector<const TransportEntry*> filtered(TransportFilter filter) {
+  std::vector<const TransportEntry*> entries = listTransports();
+  if (filter != nullptr)
+    std::erase_if(entries, [&](const TransportEntry* e) { return !filter(*e); });
+  return entries;
+}
+
+}  // namespace
+
+std::vector<const TransportEntry*> listTransports() {
+  TransportTable& table = transportTable();
+  std::lock_guard lock(table.mutex);
+  std::vector<const TransportEntry*> entries;
+  entries.reserve(table.entries.size());
+  for (const TransportEntry& entry : table.entries)
+    entries.push_back(&entry);
+  return entries;
+}
+
+const TransportEntry* findTransport(std::string_view name) {
+  TransportTable& table = transportTable();
+  std::lock_guard lock(table.mutex);
+  return findLocked(table, name);
+}
+
+const TransportEntry& requireTransport(std::string_view name, std::string_view what,
+                                       std::string_view hint) {
+  if (const TransportEntry* entry = findTransport(name)) return *entry;
+  throw OptionError(fmt::format("{}='{}' is not a transport; choose {} ({}){}", what, name,
+                                transportNames(nullptr, "'"), describeTransports(), hint));
+}
+
+const TransportEntry& defaultTransport(TransportReach where) {
+  switch (where) {
+    case TransportReach::oneProcess:
+      return builtin("thread");
+    case TransportReach::oneHost:
+      return builtin("shm");
+    case TransportReach::anyHosts:
+      break;
+  }
+  return builtin("auto");
+}
+
+std::string transportNames(TransportFilter filter, std::string_view quote) {
+  const std::vector<const TransportEntry*> entries = filtered(filter);
+  std::string text;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (i > 0) text += i + 1 == entries.size() ? " or " : ", ";
+    text += fmt::format("{}{}{}", quote, entries[i]->name, quote);
+  }
+  return text;
+}
+
+std::string describeTransports(TransportFilter filter) {
+  std::string text;
+  for (const TransportEntry* entry : filtered(filter))
+    text += fmt::format("{}{}: {}", text.empty() ? "" : "; ", entry->name, entry->description);
+  return text;
+}
+
+void registerTransport(TransportEntry entry) {
+  if (entry.name.empty()) throw OptionError("registerTransport: the transport needs a name");
+  if ((entry.makeGroup == nullptr) == (entry.connectRank == nullptr))
+    throw OptionError(fmt::format(
+        "registerTransport: transport '{}' needs exactly one factory: makeGroup (all ranks as "
+        "threads of one process) or connectRank (each rank through a store)",
+        entry.name));
+  TransportTable& table = transportTable();
+  std::lock_guard lock(table.mutex);
+  if (findLocked(table, entry.name) != nullptr)
+    throw OptionError(
+        fmt::format("registerTransport: a transport named '{}' is registered already", entry.name));
+  table.entries.push_back(std::move(entry));
+}
+
+}  // namespace chorus::transport
