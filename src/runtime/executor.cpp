@@ -1,12 +1,12 @@
 #include "runtime/executor.h"
 
 #include <deque>
-#include <mutex>
 
 #include <fmt/format.h>
 
 #include "runtime/cpu_executor.h"
 #include "support/error.h"
+#include "support/named_table.h"
 
 namespace chorus::runtime {
 namespace {
@@ -25,40 +25,19 @@ std::deque<ExecutorEntry> builtinExecutors() {
   return entries;
 }
 
-// Every registered executor. A deque: registering never moves an entry.
-struct ExecutorTable {
-  std::mutex mutex;
-  std::deque<ExecutorEntry> entries = builtinExecutors();
-};
-
-ExecutorTable& executorTable() {
-  static ExecutorTable table;
+NamedTable<ExecutorEntry>& executorTable() {
+  static NamedTable<ExecutorEntry> table("executor", builtinExecutors());
   return table;
-}
-
-const ExecutorEntry* findExecutorLocked(const ExecutorTable& table, std::string_view name) {
-  for (const ExecutorEntry& entry : table.entries)
-    if (entry.name == name) return &entry;
-  return nullptr;
 }
 
 }  // namespace
 
 std::vector<const ExecutorEntry*> listExecutors() {
-  ExecutorTable& table = executorTable();
-  std::lock_guard lock(table.mutex);
-  std::vector<const ExecutorEntry*> entries;
-  for (const ExecutorEntry& entry : table.entries)
-    entries.push_back(&entry);
-  return entries;
+  return executorTable().list();
 }
 
 const ExecutorEntry& requireExecutor(std::string_view name, std::string_view what) {
-  {
-    ExecutorTable& table = executorTable();
-    std::lock_guard lock(table.mutex);
-    if (const ExecutorEntry* entry = findExecutorLocked(table, name)) return *entry;
-  }
+  if (const ExecutorEntry* entry = executorTable().find(name)) return *entry;
   std::string known;
   for (const ExecutorEntry* entry : listExecutors())
     known += fmt::format("{}'{}' ({})", known.empty() ? "" : ", ", entry->name, entry->description);
@@ -75,16 +54,10 @@ std::unique_ptr<Executor> makeExecutor(std::string_view name, int rank,
 }
 
 void registerExecutor(ExecutorEntry entry) {
-  if (entry.name.empty()) throw OptionError("registerExecutor: the executor needs a name");
-  if (!entry.make)
+  if (!entry.name.empty() && !entry.make)
     throw OptionError(
         fmt::format("registerExecutor: executor '{}' needs a factory (make)", entry.name));
-  ExecutorTable& table = executorTable();
-  std::lock_guard lock(table.mutex);
-  if (findExecutorLocked(table, entry.name) != nullptr)
-    throw OptionError(
-        fmt::format("registerExecutor: an executor named '{}' is registered already", entry.name));
-  table.entries.push_back(std::move(entry));
+  executorTable().add(std::move(entry), "registerExecutor");
 }
 
 }  // namespace chorus::runtime

@@ -1,11 +1,11 @@
 #include "transport/registry.h"
 
 #include <deque>
-#include <mutex>
 
 #include <fmt/format.h>
 
 #include "support/error.h"
+#include "support/named_table.h"
 #include "transport/mixed_transport.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
@@ -84,21 +84,9 @@ std::deque<TransportEntry> builtinTransports() {
   return entries;
 }
 
-// Every registered transport. A deque: registering never moves an entry.
-struct TransportTable {
-  std::mutex mutex;
-  std::deque<TransportEntry> entries = builtinTransports();
-};
-
-TransportTable& transportTable() {
-  static TransportTable table;
+NamedTable<TransportEntry>& transportTable() {
+  static NamedTable<TransportEntry> table("transport", builtinTransports());
   return table;
-}
-
-const TransportEntry* findLocked(const TransportTable& table, std::string_view name) {
-  for (const TransportEntry& entry : table.entries)
-    if (entry.name == name) return &entry;
-  return nullptr;
 }
 
 // The built-in transport `name` (an internal error if it is missing).
@@ -118,19 +106,11 @@ std::vector<const TransportEntry*> filtered(TransportFilter filter) {
 }  // namespace
 
 std::vector<const TransportEntry*> listTransports() {
-  TransportTable& table = transportTable();
-  std::lock_guard lock(table.mutex);
-  std::vector<const TransportEntry*> entries;
-  entries.reserve(table.entries.size());
-  for (const TransportEntry& entry : table.entries)
-    entries.push_back(&entry);
-  return entries;
+  return transportTable().list();
 }
 
 const TransportEntry* findTransport(std::string_view name) {
-  TransportTable& table = transportTable();
-  std::lock_guard lock(table.mutex);
-  return findLocked(table, name);
+  return transportTable().find(name);
 }
 
 const TransportEntry& requireTransport(std::string_view name, std::string_view what,
@@ -170,18 +150,12 @@ std::string describeTransports(TransportFilter filter) {
 }
 
 void registerTransport(TransportEntry entry) {
-  if (entry.name.empty()) throw OptionError("registerTransport: the transport needs a name");
-  if ((entry.makeGroup == nullptr) == (entry.connectRank == nullptr))
+  if (!entry.name.empty() && (entry.makeGroup == nullptr) == (entry.connectRank == nullptr))
     throw OptionError(fmt::format(
         "registerTransport: transport '{}' needs exactly one factory: makeGroup (all ranks as "
         "threads of one process) or connectRank (each rank through a store)",
         entry.name));
-  TransportTable& table = transportTable();
-  std::lock_guard lock(table.mutex);
-  if (findLocked(table, entry.name) != nullptr)
-    throw OptionError(
-        fmt::format("registerTransport: a transport named '{}' is registered already", entry.name));
-  table.entries.push_back(std::move(entry));
+  transportTable().add(std::move(entry), "registerTransport");
 }
 
 }  // namespace chorus::transport

@@ -14,7 +14,7 @@
 #include "api/comm_factory.h"
 #include "api_test_util.h"
 #include "chorus/chorus.h"
-#include "runtime/cpu_executor.h"
+#include "counting_executor.h"
 #include "runtime/executor.h"
 #include "support/error.h"
 #include "transport/registry.h"
@@ -26,31 +26,10 @@ using ::testing::HasSubstr;
 
 std::atomic<int> seamExecutorCalls{0};
 
-// Counts the calls of every rank, then runs them on the CPU executor.
-class SeamCountingExecutor final : public runtime::Executor {
- public:
-  SeamCountingExecutor(int rank, transport::ConnectionSet& connections,
-                       const runtime::ExecutorConfig& config)
-      : Executor(rank, connections), cpu_(rank, connections, config) {}
-  std::string_view name() const override { return "comm-seams-counting"; }
-  void run(const ir::Algorithm& algorithm, const runtime::CollectiveArgs& args,
-           const runtime::CallOptions& options) override {
-    ++seamExecutorCalls;
-    cpu_.run(algorithm, args, options);
-  }
-
- private:
-  runtime::CpuExecutor cpu_;
-};
-
 void registerSeamExecutor() {
   static const bool registered = [] {
-    runtime::registerExecutor({"comm-seams-counting", "counts the communicator's calls",
-                               [](int rank, transport::ConnectionSet& connections,
-                                  const runtime::ExecutorConfig& config) {
-                                 return std::unique_ptr<runtime::Executor>(
-                                     new SeamCountingExecutor(rank, connections, config));
-                               }});
+    runtime::registerExecutor(testing_support::countingExecutorEntry(
+        "comm-seams-counting", "counts the communicator's calls", seamExecutorCalls));
     return true;
   }();
   (void)registered;

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "compile_for_test.h"
+#include "counting_executor.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/executor.h"
 #include "runtime/process_runner.h"
@@ -33,23 +34,6 @@ using namespace std::chrono_literals;
 
 std::atomic<int> countingExecutorCalls{0};
 
-// Counts its calls, then runs them on the CPU executor.
-class CountingExecutor final : public runtime::Executor {
- public:
-  CountingExecutor(int rank, transport::ConnectionSet& connections,
-                   const runtime::ExecutorConfig& config)
-      : Executor(rank, connections), cpu_(rank, connections, config) {}
-  std::string_view name() const override { return "executor-test-counting"; }
-  void run(const ir::Algorithm& algorithm, const runtime::CollectiveArgs& args,
-           const runtime::CallOptions& options) override {
-    ++countingExecutorCalls;
-    cpu_.run(algorithm, args, options);
-  }
-
- private:
-  runtime::CpuExecutor cpu_;
-};
-
 // Fails every call with an OptionError that says so.
 class RefusingExecutor final : public runtime::Executor {
  public:
@@ -63,12 +47,9 @@ class RefusingExecutor final : public runtime::Executor {
 
 void registerTestExecutors() {
   static const bool registered = [] {
-    runtime::registerExecutor({"executor-test-counting", "counts calls, then runs them on the CPU",
-                               [](int rank, transport::ConnectionSet& connections,
-                                  const runtime::ExecutorConfig& config) {
-                                 return std::unique_ptr<runtime::Executor>(
-                                     new CountingExecutor(rank, connections, config));
-                               }});
+    runtime::registerExecutor(testing_support::countingExecutorEntry(
+        "executor-test-counting", "counts calls, then runs them on the CPU",
+        countingExecutorCalls));
     runtime::registerExecutor(
         {"executor-test-refusing", "fails every call",
          [](int rank, transport::ConnectionSet& connections, const runtime::ExecutorConfig&) {
