@@ -60,7 +60,9 @@ TEST(OpTable, PredicatesMatchTheMscclOps) {
 TEST(OpTable, NamesAndMscclCodesRoundTrip) {
   for (const OpSemantics& row : kOpTable.rows) {
     EXPECT_EQ(parseOpName(opName(row.op)), row.op);
-    if (row.mscclCode) EXPECT_EQ(parseOpMscclCode(opMscclCode(row.op)), row.op);
+    if (row.mscclCode) {
+      EXPECT_EQ(parseOpMscclCode(opMscclCode(row.op)), row.op);
+    }
   }
   for (const ExpectedFacts& e : kExpectedFacts)  // MSCCL's own ops all have a code
     EXPECT_FALSE(opMscclCode(e.op).empty()) << opName(e.op);
