@@ -137,6 +137,18 @@ std::string parseErrorOf(auto&& function) {
   return {};
 }
 
+// errorFor(from, to): the ParseError message of `read` on `good` with the first `from`
+// replaced by `to`.
+auto errorsOfEdits(std::string good, auto read) {
+  return [good = std::move(good), read](const std::string& from, const std::string& to) {
+    std::string edited = good;
+    const auto at = edited.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) edited.replace(at, from.size(), to);
+    return parseErrorOf([&] { read(edited); });
+  };
+}
+
 std::string limitErrorOf(const Algorithm& algorithm, MscclWriteOptions options = {}) {
   try {
     writeMscclXml(algorithm, options);
@@ -515,13 +527,8 @@ TEST(MscclXmlErrors, BadDependencies) {
 
 TEST(MscclXmlErrors, StructureErrors) {
   const std::string good = xmlWithStep("");
-  auto errorFor = [&](const std::string& from, const std::string& to) {
-    std::string xml = good;
-    const auto at = xml.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    xml.replace(at, from.size(), to);
-    return parseErrorOf([&] { readMscclXml(xml, "foo.xml"); });
-  };
+  const auto errorFor =
+      errorsOfEdits(good, [](const std::string& edited) { readMscclXml(edited, "foo.xml"); });
   EXPECT_THAT(errorFor(R"(ngpus="4")", R"(ngpus="5")"),
               HasSubstr("foo.xml: <algo name=e>: attribute 'ngpus' is 5 but the algo has 4 "
                         "<gpu> elements"));
@@ -572,13 +579,8 @@ TEST(MscclXmlErrors, MessagesCarryTheLine) {
 
 TEST(JsonErrors, NameTheJsonPath) {
   const std::string good = writeJson(makeSample());
-  auto errorFor = [&](const std::string& from, const std::string& to) {
-    std::string json = good;
-    const auto at = json.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    json.replace(at, from.size(), to);
-    return parseErrorOf([&] { readJson(json, "p.json"); });
-  };
+  const auto errorFor =
+      errorsOfEdits(good, [](const std::string& edited) { readJson(edited, "p.json"); });
   EXPECT_THAT(errorFor(R"("op": "recvReduceSend")", R"("op": "recvReduceSnd")"),
               HasSubstr("p.json: ranks[0].threadblocks[2].steps[1].op: unknown op "
                         "'recvReduceSnd' (expected one of send, recv"));
@@ -613,13 +615,8 @@ TEST(JsonErrors, NameTheJsonPath) {
 
 TEST(TextErrors, NameTheLine) {
   const std::string good = printText(makeSample());
-  auto errorFor = [&](const std::string& from, const std::string& to) {
-    std::string text = good;
-    const auto at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    text.replace(at, from.size(), to);
-    return parseErrorOf([&] { parseText(text, "t.txt"); });
-  };
+  const auto errorFor =
+      errorsOfEdits(good, [](const std::string& edited) { parseText(edited, "t.txt"); });
   EXPECT_THAT(errorFor("0: send input[0] -> output[0]", "0: sendd input[0] -> output[0]"),
               HasSubstr("t.txt:4: unknown op 'sendd'"));
   EXPECT_THAT(errorFor("collective=allreduce", "collective=allscatter"),
@@ -803,13 +800,8 @@ TEST(StepEndpointsFormat, DotShowsThem) {
 
 TEST(StepEndpointsFormat, JsonRejectsBadValuesNamingTheStep) {
   const std::string good = writeJson(makeSampleWithEndpoints());
-  auto errorFor = [&](const std::string& from, const std::string& to) {
-    std::string json = good;
-    const auto at = json.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    json.replace(at, from.size(), to);
-    return parseErrorOf([&] { readJson(json, "p.json"); });
-  };
+  const auto errorFor =
+      errorsOfEdits(good, [](const std::string& edited) { readJson(edited, "p.json"); });
   EXPECT_THAT(errorFor(R"("peer": 2)", R"("peer": 3)"),
               HasSubstr("p.json: ranks[0].threadblocks[0].steps[0].peer: is 3 (expected -1 for "
                         "the threadblock's peer, or a rank in 0..2)"));
@@ -828,13 +820,8 @@ TEST(StepEndpointsFormat, JsonRejectsBadValuesNamingTheStep) {
 
 TEST(StepEndpointsFormat, TextRejectsBadValuesNamingTheStep) {
   const std::string good = printText(makeSampleWithEndpoints());
-  auto errorFor = [&](const std::string& from, const std::string& to) {
-    std::string text = good;
-    const auto at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    text.replace(at, from.size(), to);
-    return parseErrorOf([&] { parseText(text, "t.txt"); });
-  };
+  const auto errorFor =
+      errorsOfEdits(good, [](const std::string& edited) { parseText(edited, "t.txt"); });
   EXPECT_THAT(errorFor("peer=2 ", "peer=3 "),
               HasSubstr("t.txt:4: rank 0 tb 0 step 0: peer has value '3' (expected -1 for the "
                         "threadblock's peer, or a rank in 0..2)"));
