@@ -203,11 +203,18 @@ TEST_F(NetnsHostsTest, RankKilledMidRunFailsEveryOtherRankWithinTheTimeout) {
     EXPECT_NE(runs[static_cast<std::size_t>(r)].exitCode, 0);
     EXPECT_THAT(runs[static_cast<std::size_t>(r)].output, HasSubstr("rank 3"));
   }
-  // Ranks 0 and 1 see rank 3's connection close (rank 2, on its host, sees the process exit);
-  // whichever fails first aborts the others with that cause, so every message names rank 3.
-  EXPECT_TRUE(runs[0].output.find("lost rank 3") != std::string::npos ||
-              runs[1].output.find("lost rank 3") != std::string::npos)
-      << runs[0].output << runs[1].output;
+  // Ranks 0 and 1 see rank 3's connection close ("lost rank 3"), rank 2, on its host, sees the
+  // process exit ("rank 3 (pid N) exited"); whichever fails first aborts the others with that
+  // cause, and under load either may win. The cause some rank reports is rank 3's death, not a
+  // timeout. (tcp's own detection of a lost peer: tests/transport/tcp_transport_test.cpp and
+  // tests/runtime/tcp_run_test.cpp.)
+  bool deathNamed = false;
+  for (int r = 0; r < 3; ++r) {
+    const std::string& output = runs[static_cast<std::size_t>(r)].output;
+    deathNamed = deathNamed || output.find("lost rank 3") != std::string::npos ||
+                 output.find("rank 3 (pid") != std::string::npos;
+  }
+  EXPECT_TRUE(deathNamed) << runs[0].output << runs[1].output << runs[2].output;
 }
 
 TEST_F(NetnsHostsTest, RankThatNeverStartsIsNamedWithinTheTimeout) {
