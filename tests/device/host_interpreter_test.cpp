@@ -1,0 +1,290 @@
+// The device interpreter's host build (src/device/host_group.h) over the whole algorithm
+// library: every library algorithm at 2 to 8 ranks (node-shaped ones at every N x G from 2 to 8
+// ranks), each named parameter value, every protocol, a count no chunking divides and one
+// element, small slots (many tiles, so senders wait for the receiver's acks), two calls on one
+// group (message numbers continue across calls); every output element exact. Then the
+// reference MSCCL XML files, every type and operator, buffers that do not match the plan's
+// in-place flag, and the errors: a deadlock, a message of the wrong size, plans the
+// interpreter refuses.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../runtime/compile_for_test.h"
+#include "../runtime/valid_msccl_files.h"
+#include "../verify/ir_builders.h"
+#include "algorithms/registry.h"
+#include "device/host_group.h"
+#include "ir/msccl_xml.h"
+#include "support/error.h"
+
+namespace chorus {
+namespace {
+
+using runtime::DataType;
+
+struct DeviceSweepCase {
+  std::string algorithm;
+  int ranks = 0, nodes = 0, gpus = 0;
+  std::map<std::string, int> params = {};
+};
+
+std::vector<std::map<std::string, int>> namedSettings(const algorithms::AlgorithmInfo& info) {
+  std::vector<std::map<std::string, int>> settings(1);
+  for (const algorithms::ParamInfo& param : info.params)
+    for (std::size_t i = 0; i < param.valueNames.size(); ++i)
+      if (param.minValue + static_cast<int>(i) != param.defaultValue)
+        settings.push_back({{param.name, param.minValue + static_cast<int>(i)}});
+  return settings;
+}
+
+std::vector<DeviceSweepCase> deviceSweepCases() {
+  std::vector<DeviceSweepCase> cases;
+  for (const algorithms::AlgorithmInfo& info : algorithms::listAlgorithms())
+    for (const auto& params : namedSettings(info)) {
+      if (info.shape == algorithms::Shape::ranks) {
+        for (int ranks = std::max(2, info.minRanks); ranks <= 8; ++ranks)
+          cases.push_back({info.name, ranks, 0, 0, params});
+      } else {
+        for (int nodes = 1; nodes <= 4; ++nodes)
+          for (int gpus = 1; gpus <= 4; ++gpus)
+            if (nodes * gpus >= std::max(2, info.minRanks) && nodes * gpus <= 8)
+              cases.push_back({info.name, 0, nodes, gpus, params});
+      }
+    }
+  return cases;
+}
+
+std::string deviceCaseName(const DeviceSweepCase& c) {
+  std::string name = c.algorithm + "_" +
+                     (c.ranks != 0 ? std::to_string(c.ranks) + "r"
+                                   : std::to_string(c.nodes) + "x" + std::to_string(c.gpus));
+  for (const auto& [key, value] : c.params)
+    name += "_" + key + "_" + std::to_string(value);
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
+runtime::RunOptions exactRun(std::size_t count, DataType type = DataType::int32,
+                             ReduceOp op = ReduceOp::sum) {
+  runtime::RunOptions options;
+  options.count = count;
+  options.type = type;
+  options.op = op;
+  options.timeout = std::chrono::milliseconds(60'000);
+  return options;
+}
+
+class DeviceInterpreterLibrary : public ::testing::TestWithParam<DeviceSweepCase> {};
+
+TEST_P(DeviceInterpreterLibrary, ExactOnEveryProtocol) {
+  const DeviceSweepCase& c = GetParam();
+  for (ir::Protocol protocol : {ir::Protocol::simple, ir::Protocol::ll, ir::Protocol::ll128}) {
+    algorithms::BuildRequest request;
+    request.algorithm = c.algorithm;
+    request.ranks = c.ranks;
+    request.nodes = c.nodes;
+    request.gpusPerNode = c.gpus;
+    request.params = c.params;
+    request.protocol = protocol;
+    const ir::Algorithm algorithm = algorithms::compileAlgorithm(request).algorithm;
+    device::HostGroupOptions group;
+    group.slotBytes = 1024;  // many tiles on Simple: senders wait for acks of the 8 slots
+    for (std::size_t count : {std::size_t{1}, std::size_t{1031}}) {
+      runtime::RunOptions options = exactRun(count);
+      options.iterations = 2;
+      const runtime::RunReport report = device::runKernelsOnHost(algorithm, options, group);
+      EXPECT_TRUE(report.ok()) << deviceCaseName(c) << " " << ir::protocolName(protocol)
+                               << " count " << count << ": " << report.firstWrong;
+      EXPECT_GT(report.checkedElements, 0u);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, DeviceInterpreterLibrary,
+                         ::testing::ValuesIn(deviceSweepCases()),
+                         [](const auto& info) { return deviceCaseName(info.param); });
+
+TEST(DeviceInterpreter, RunsTheReferenceMscclFilesExactly) {
+  for (const std::string& file : testing_support::validFiles())
+    for (const ir::Algorithm& algorithm : ir::readMscclXmlFile(file)) {
+      const runtime::RunReport report = device::runKernelsOnHost(algorithm, exactRun(4099));
+      EXPECT_TRUE(report.ok()) << file << ": " << report.firstWrong;
+    }
+}
+
+TEST(DeviceInterpreter, EveryTypeAndOperatorIsExact) {
+  for (ir::Protocol protocol : {ir::Protocol::simple, ir::Protocol::ll, ir::Protocol::ll128}) {
+    algorithms::BuildRequest request;
+    request.algorithm = "allreduce.ring";
+    request.ranks = 3;
+    request.protocol = protocol;
+    const ir::Algorithm algorithm = algorithms::compileAlgorithm(request).algorithm;
+    for (DataType type : runtime::allDataTypes())
+      for (ReduceOp op : runtime::allReduceOps()) {
+        const runtime::RunReport report =
+            device::runKernelsOnHost(algorithm, exactRun(777, type, op));
+        EXPECT_TRUE(report.ok()) << ir::protocolName(protocol) << " " << runtime::dataTypeName(type)
+                                 << " " << runtime::reduceOpName(op) << ": " << report.firstWrong;
+      }
+  }
+}
+
+// Large messages on the default 64 KiB slots: whole-line LL128 and 16-byte vector paths.
+TEST(DeviceInterpreter, LargeCallsOnDefaultSlots) {
+  for (ir::Protocol protocol : {ir::Protocol::simple, ir::Protocol::ll, ir::Protocol::ll128}) {
+    algorithms::BuildRequest request;
+    request.algorithm = "allgather.ring";
+    request.ranks = 4;
+    request.protocol = protocol;
+    const ir::Algorithm algorithm = algorithms::compileAlgorithm(request).algorithm;
+    const runtime::RunReport report =
+        device::runKernelsOnHost(algorithm, exactRun(std::size_t{1} << 18, DataType::float32));
+    EXPECT_TRUE(report.ok()) << ir::protocolName(protocol) << ": " << report.firstWrong;
+  }
+}
+
+// rank r's element i holds r + 1 + i % 7 (exact in float).
+std::vector<std::vector<float>> rampInputs(int ranks, std::size_t count) {
+  std::vector<std::vector<float>> in(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r)
+    for (std::size_t i = 0; i < count; ++i)
+      in[static_cast<std::size_t>(r)].push_back(
+          static_cast<float>(r + 1 + static_cast<int>(i % 7)));
+  return in;
+}
+
+TEST(DeviceInterpreter, InPlacePlanCalledWithSeparateBuffers) {
+  const ir::Algorithm a = testing_support::compileForTest("allreduce.ring", 3);
+  ASSERT_TRUE(a.inPlace);
+  for (std::size_t count : {std::size_t{3000}, std::size_t{3001}}) {
+    auto in = rampInputs(3, count);
+    const auto original = in;
+    std::vector<std::vector<float>> out(3, std::vector<float>(count, -1));
+    std::vector<runtime::CollectiveArgs> args;
+    for (int r = 0; r < 3; ++r)
+      args.push_back({in[static_cast<std::size_t>(r)].data(),
+                      out[static_cast<std::size_t>(r)].data(), count, DataType::float32,
+                      ReduceOp::sum});
+    device::HostKernelGroup(a).run(args, std::chrono::milliseconds(60'000));
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ(in[static_cast<std::size_t>(r)], original[static_cast<std::size_t>(r)]);
+      for (std::size_t i = 0; i < count; ++i)
+        ASSERT_EQ(out[static_cast<std::size_t>(r)][i], static_cast<float>(6 + 3 * (i % 7)))
+            << "count " << count << " rank " << r << " [" << i << "]";
+    }
+  }
+}
+
+TEST(DeviceInterpreter, OutOfPlaceAllGatherPlanCalledInPlace) {
+  const ir::Algorithm a = testing_support::compileForTest("allgather.ring", 4);
+  ASSERT_FALSE(a.inPlace);
+  const std::size_t count = 257;
+  std::vector<std::vector<float>> out(4, std::vector<float>(4 * count, -1));
+  std::vector<runtime::CollectiveArgs> args;
+  for (std::size_t r = 0; r < 4; ++r) {
+    for (std::size_t i = 0; i < count; ++i)
+      out[r][r * count + i] = static_cast<float>(r * 1000 + i);
+    args.push_back(
+        {out[r].data() + r * count, out[r].data(), count, DataType::float32, ReduceOp::sum});
+  }
+  device::HostKernelGroup(a).run(args, std::chrono::milliseconds(60'000));
+  for (std::size_t r = 0; r < 4; ++r)
+    for (std::size_t b = 0; b < 4; ++b)
+      for (std::size_t i = 0; i < count; ++i)
+        ASSERT_EQ(out[r][b * count + i], static_cast<float>(b * 1000 + i))
+            << "rank " << r << " block " << b << " [" << i << "]";
+}
+
+// Two ranks that both receive first: every block waits for a message that never comes.
+ir::Algorithm deadlockingPlan() {
+  using ir::BufferKind;
+  using ir::OpKind;
+  using verify::testing::makeStep;
+  using verify::testing::makeTb;
+  ir::Algorithm a =
+      verify::testing::makeAlgorithm("deadlock", ir::CollectiveKind::allreduce, 2, 1, true);
+  for (int r = 0; r < 2; ++r) {
+    a.ranks[static_cast<std::size_t>(r)].inputChunks = 1;
+    ir::Threadblock tb = makeTb(0, 1 - r, 1 - r);
+    tb.steps.push_back(makeStep(OpKind::recv, BufferKind::input, 0, BufferKind::input, 0));
+    tb.steps.push_back(makeStep(OpKind::send, BufferKind::input, 0, BufferKind::input, 0));
+    a.ranks[static_cast<std::size_t>(r)].threadblocks = {tb};
+  }
+  return a;
+}
+
+TEST(DeviceInterpreterErrors, ADeadlockTimesOutNamingTheWait) {
+  runtime::RunOptions options = exactRun(64, DataType::float32);
+  options.timeout = std::chrono::milliseconds(300);
+  try {
+    device::runKernelsOnHost(deadlockingPlan(), options);
+    FAIL() << "a deadlocked plan returned";
+  } catch (const TimeoutError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("threadblock 0 step 0 (recv)"), std::string::npos) << what;
+    EXPECT_NE(what.find("waited over 300 ms for a message from rank"), std::string::npos) << what;
+  }
+}
+
+// Rank 0 sends two chunks where rank 1 receives one.
+ir::Algorithm mismatchedPlan() {
+  using ir::BufferKind;
+  using ir::OpKind;
+  using verify::testing::makeStep;
+  using verify::testing::makeTb;
+  ir::Algorithm a =
+      verify::testing::makeAlgorithm("mismatch", ir::CollectiveKind::allreduce, 2, 2, true);
+  for (int r = 0; r < 2; ++r)
+    a.ranks[static_cast<std::size_t>(r)].inputChunks = 2;
+  ir::Threadblock sender = makeTb(0, 1, -1);
+  sender.steps.push_back(makeStep(OpKind::send, BufferKind::input, 0, BufferKind::input, 0, 2));
+  a.ranks[0].threadblocks = {sender};
+  ir::Threadblock receiver = makeTb(0, -1, 0);
+  receiver.steps.push_back(makeStep(OpKind::recv, BufferKind::input, 0, BufferKind::input, 0, 1));
+  a.ranks[1].threadblocks = {receiver};
+  return a;
+}
+
+TEST(DeviceInterpreterErrors, AMessageOfTheWrongSizeIsNamed) {
+  try {
+    device::runKernelsOnHost(mismatchedPlan(), exactRun(64, DataType::float32));
+    FAIL() << "a mismatched plan returned";
+  } catch (const CommError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rank 1 threadblock 0 step 0 (recv)"), std::string::npos) << what;
+    EXPECT_NE(what.find("received a message of 256 bytes from rank 0 where it expects 128"),
+              std::string::npos)
+        << what;
+  }
+}
+
+TEST(DeviceInterpreterErrors, TwoBlocksOnOneConnectionAreRefused) {
+  ir::Algorithm a = verify::testing::makeRingAllReduce(3);
+  ir::Threadblock copy = a.ranks[0].threadblocks[0];
+  copy.id = 1;
+  a.ranks[0].threadblocks.push_back(copy);
+  try {
+    device::HostKernelGroup group(a);
+    FAIL() << "two blocks on one connection were accepted";
+  } catch (const PlanError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 0 threadblocks 0 and 1 both send to rank 1 on "
+                                         "channel 0"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(DeviceInterpreterErrors, ASendNoBlockReceivesIsRefused) {
+  ir::Algorithm a = verify::testing::makeRingAllReduce(3);
+  a.ranks[1].threadblocks[0].recvPeer = 2;  // rank 0 sends to 1, but 1 now listens to 2
+  EXPECT_THROW(device::HostKernelGroup{a}, PlanError);
+}
+
+}  // namespace
+}  // namespace chorus
