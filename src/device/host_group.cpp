@@ -155,16 +155,9 @@ void HostKernelGroup::run(const std::vector<runtime::CollectiveArgs>& args,
     a.completed = rank.completed.data();
     std::copy(std::begin(calls[static_cast<std::size_t>(r)].base),
               std::end(calls[static_cast<std::size_t>(r)].base), std::begin(a.base));
-    a.chunkElems = geometry.chunkElems;
-    a.elemSize = elemSize;
-    a.tileElems = geometry.tileElems;
-    a.tiles = geometry.tiles;
-    a.protocol = s.algorithm.protocol;
-    a.slotCount = s.options.slots;
-    a.slotStride = geometry.slotStride;
+    setCallFields(a, geometry, s.algorithm.protocol, s.options.slots, elemSize, timeout);
     a.rank = r;
     a.abortFlag = &s.abortFlag;
-    a.timeoutNs = static_cast<std::uint64_t>(std::chrono::nanoseconds(timeout).count());
     a.status = &rank.status;
     a.statusClaimed = &rank.statusClaimed;
   }

@@ -132,4 +132,16 @@ KernelGeometry kernelGeometry(const ir::Algorithm& algorithm, std::size_t count,
   return g;
 }
 
+void setCallFields(KernelArgs& args, const KernelGeometry& geometry, ir::Protocol protocol,
+                   std::uint32_t slots, std::size_t elemSize, std::chrono::milliseconds timeout) {
+  args.chunkElems = geometry.chunkElems;
+  args.elemSize = elemSize;
+  args.tileElems = geometry.tileElems;
+  args.tiles = geometry.tiles;
+  args.protocol = protocol;
+  args.slotCount = slots;
+  args.slotStride = geometry.slotStride;
+  args.timeoutNs = static_cast<std::uint64_t>(std::chrono::nanoseconds(timeout).count());
+}
+
 }  // namespace chorus::device

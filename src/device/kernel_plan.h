@@ -5,7 +5,9 @@
 // (ir/tiling.h).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "device/kernel_types.h"
@@ -52,5 +54,10 @@ struct KernelGeometry {
 // capped at ir::protocolMessageCap.
 KernelGeometry kernelGeometry(const ir::Algorithm& algorithm, std::size_t count,
                               std::size_t elemSize, std::size_t slotBytes);
+
+// Sets the fields of `args` that one call fixes for every rank: the geometry, the plan's
+// protocol, the slots per FIFO, the element size and the timeout of every wait.
+void setCallFields(KernelArgs& args, const KernelGeometry& geometry, ir::Protocol protocol,
+                   std::uint32_t slots, std::size_t elemSize, std::chrono::milliseconds timeout);
 
 }  // namespace chorus::device

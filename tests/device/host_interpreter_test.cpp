@@ -20,86 +20,30 @@
 #include "algorithms/registry.h"
 #include "device/host_group.h"
 #include "ir/msccl_xml.h"
+#include "library_cases.h"
 #include "support/error.h"
 
 namespace chorus {
 namespace {
 
 using runtime::DataType;
+using testing_support::exactRun;
+using testing_support::libraryCaseName;
+using testing_support::LibrarySweepCase;
 
-struct DeviceSweepCase {
-  std::string algorithm;
-  int ranks = 0, nodes = 0, gpus = 0;
-  std::map<std::string, int> params = {};
-};
-
-std::vector<std::map<std::string, int>> namedSettings(const algorithms::AlgorithmInfo& info) {
-  std::vector<std::map<std::string, int>> settings(1);
-  for (const algorithms::ParamInfo& param : info.params)
-    for (std::size_t i = 0; i < param.valueNames.size(); ++i)
-      if (param.minValue + static_cast<int>(i) != param.defaultValue)
-        settings.push_back({{param.name, param.minValue + static_cast<int>(i)}});
-  return settings;
-}
-
-std::vector<DeviceSweepCase> deviceSweepCases() {
-  std::vector<DeviceSweepCase> cases;
-  for (const algorithms::AlgorithmInfo& info : algorithms::listAlgorithms())
-    for (const auto& params : namedSettings(info)) {
-      if (info.shape == algorithms::Shape::ranks) {
-        for (int ranks = std::max(2, info.minRanks); ranks <= 8; ++ranks)
-          cases.push_back({info.name, ranks, 0, 0, params});
-      } else {
-        for (int nodes = 1; nodes <= 4; ++nodes)
-          for (int gpus = 1; gpus <= 4; ++gpus)
-            if (nodes * gpus >= std::max(2, info.minRanks) && nodes * gpus <= 8)
-              cases.push_back({info.name, 0, nodes, gpus, params});
-      }
-    }
-  return cases;
-}
-
-std::string deviceCaseName(const DeviceSweepCase& c) {
-  std::string name = c.algorithm + "_" +
-                     (c.ranks != 0 ? std::to_string(c.ranks) + "r"
-                                   : std::to_string(c.nodes) + "x" + std::to_string(c.gpus));
-  for (const auto& [key, value] : c.params)
-    name += "_" + key + "_" + std::to_string(value);
-  for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return name;
-}
-
-runtime::RunOptions exactRun(std::size_t count, DataType type = DataType::int32,
-                             ReduceOp op = ReduceOp::sum) {
-  runtime::RunOptions options;
-  options.count = count;
-  options.type = type;
-  options.op = op;
-  options.timeout = std::chrono::milliseconds(60'000);
-  return options;
-}
-
-class DeviceInterpreterLibrary : public ::testing::TestWithParam<DeviceSweepCase> {};
+class DeviceInterpreterLibrary : public ::testing::TestWithParam<LibrarySweepCase> {};
 
 TEST_P(DeviceInterpreterLibrary, ExactOnEveryProtocol) {
-  const DeviceSweepCase& c = GetParam();
+  const LibrarySweepCase& c = GetParam();
   for (ir::Protocol protocol : {ir::Protocol::simple, ir::Protocol::ll, ir::Protocol::ll128}) {
-    algorithms::BuildRequest request;
-    request.algorithm = c.algorithm;
-    request.ranks = c.ranks;
-    request.nodes = c.nodes;
-    request.gpusPerNode = c.gpus;
-    request.params = c.params;
-    request.protocol = protocol;
-    const ir::Algorithm algorithm = algorithms::compileAlgorithm(request).algorithm;
+    const ir::Algorithm algorithm = testing_support::compileSweepCase(c, protocol);
     device::HostGroupOptions group;
     group.slotBytes = 1024;  // many tiles on Simple: senders wait for acks of the 8 slots
     for (std::size_t count : {std::size_t{1}, std::size_t{1031}}) {
       runtime::RunOptions options = exactRun(count);
       options.iterations = 2;
       const runtime::RunReport report = device::runKernelsOnHost(algorithm, options, group);
-      EXPECT_TRUE(report.ok()) << deviceCaseName(c) << " " << ir::protocolName(protocol)
+      EXPECT_TRUE(report.ok()) << libraryCaseName(c) << " " << ir::protocolName(protocol)
                                << " count " << count << ": " << report.firstWrong;
       EXPECT_GT(report.checkedElements, 0u);
     }
@@ -107,8 +51,8 @@ TEST_P(DeviceInterpreterLibrary, ExactOnEveryProtocol) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, DeviceInterpreterLibrary,
-                         ::testing::ValuesIn(deviceSweepCases()),
-                         [](const auto& info) { return deviceCaseName(info.param); });
+                         ::testing::ValuesIn(testing_support::deviceSweepCases()),
+                         [](const auto& info) { return libraryCaseName(info.param); });
 
 TEST(DeviceInterpreter, RunsTheReferenceMscclFilesExactly) {
   for (const std::string& file : testing_support::validFiles())
@@ -201,29 +145,11 @@ TEST(DeviceInterpreter, OutOfPlaceAllGatherPlanCalledInPlace) {
             << "rank " << r << " block " << b << " [" << i << "]";
 }
 
-// Two ranks that both receive first: every block waits for a message that never comes.
-ir::Algorithm deadlockingPlan() {
-  using ir::BufferKind;
-  using ir::OpKind;
-  using verify::testing::makeStep;
-  using verify::testing::makeTb;
-  ir::Algorithm a =
-      verify::testing::makeAlgorithm("deadlock", ir::CollectiveKind::allreduce, 2, 1, true);
-  for (int r = 0; r < 2; ++r) {
-    a.ranks[static_cast<std::size_t>(r)].inputChunks = 1;
-    ir::Threadblock tb = makeTb(0, 1 - r, 1 - r);
-    tb.steps.push_back(makeStep(OpKind::recv, BufferKind::input, 0, BufferKind::input, 0));
-    tb.steps.push_back(makeStep(OpKind::send, BufferKind::input, 0, BufferKind::input, 0));
-    a.ranks[static_cast<std::size_t>(r)].threadblocks = {tb};
-  }
-  return a;
-}
-
 TEST(DeviceInterpreterErrors, ADeadlockTimesOutNamingTheWait) {
   runtime::RunOptions options = exactRun(64, DataType::float32);
   options.timeout = std::chrono::milliseconds(300);
   try {
-    device::runKernelsOnHost(deadlockingPlan(), options);
+    device::runKernelsOnHost(testing_support::deadlockingPlan(), options);
     FAIL() << "a deadlocked plan returned";
   } catch (const TimeoutError& e) {
     const std::string what = e.what();

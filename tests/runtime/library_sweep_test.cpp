@@ -14,37 +14,21 @@
 
 #include "algorithms/registry.h"
 #include "compile_for_test.h"
+#include "library_cases.h"
 #include "runtime/thread_runner.h"
 
 namespace chorus {
 namespace {
 
-struct SweepCase {
-  std::string algorithm;
-  int ranks = 0, nodes = 0, gpus = 0;
-  std::map<std::string, int> params = {};  // non-default settings
-};
+using testing_support::libraryCaseName;
+using testing_support::LibrarySweepCase;
+using testing_support::namedSettings;
+using testing_support::takesParam;
 
-// The default settings, then each other named value of a parameter (it may select another
-// collective: alltonext direction=backward).
-std::vector<std::map<std::string, int>> settingsOf(const algorithms::AlgorithmInfo& info) {
-  std::vector<std::map<std::string, int>> settings(1);
-  for (const algorithms::ParamInfo& param : info.params)
-    for (std::size_t i = 0; i < param.valueNames.size(); ++i)
-      if (param.minValue + static_cast<int>(i) != param.defaultValue)
-        settings.push_back({{param.name, param.minValue + static_cast<int>(i)}});
-  return settings;
-}
-
-bool takesParam(const algorithms::AlgorithmInfo& info, const std::string& name) {
-  return std::any_of(info.params.begin(), info.params.end(),
-                     [&](const algorithms::ParamInfo& param) { return param.name == name; });
-}
-
-std::vector<SweepCase> sweepCases() {
-  std::vector<SweepCase> cases;
+std::vector<LibrarySweepCase> sweepCases() {
+  std::vector<LibrarySweepCase> cases;
   for (const algorithms::AlgorithmInfo& info : algorithms::listAlgorithms()) {
-    for (const auto& params : settingsOf(info)) {
+    for (const auto& params : namedSettings(info)) {
       if (info.shape == algorithms::Shape::ranks) {
         for (int ranks = std::max(2, info.minRanks); ranks <= 16; ++ranks)
           cases.push_back({info.name, ranks, 0, 0, params});
@@ -79,21 +63,10 @@ std::vector<SweepCase> sweepCases() {
   return cases;
 }
 
-std::string caseName(const SweepCase& c) {
-  std::string name = c.algorithm + "_" +
-                     (c.ranks != 0 ? std::to_string(c.ranks) + "r"
-                                   : std::to_string(c.nodes) + "x" + std::to_string(c.gpus));
-  for (const auto& [key, value] : c.params)
-    name += "_" + key + "_" + std::to_string(value);
-  for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return name;
-}
-
-class LibrarySweepOnThreads : public ::testing::TestWithParam<SweepCase> {};
+class LibrarySweepOnThreads : public ::testing::TestWithParam<LibrarySweepCase> {};
 
 TEST_P(LibrarySweepOnThreads, ExactResult) {
-  const SweepCase& c = GetParam();
+  const LibrarySweepCase& c = GetParam();
   const ir::Algorithm algorithm =
       testing_support::compileForTest(c.algorithm, c.ranks, c.nodes, c.gpus, c.params);
   for (std::size_t count : {std::size_t{1}, std::size_t{1031}}) {
@@ -104,7 +77,8 @@ TEST_P(LibrarySweepOnThreads, ExactResult) {
     options.timeout = std::chrono::milliseconds(60'000);
     options.fifo.slotBytes = 4096;
     const runtime::ThreadRunReport report = runtime::runOnThreads(algorithm, options);
-    EXPECT_TRUE(report.ok()) << caseName(c) << " count " << count << ": " << report.firstWrong;
+    EXPECT_TRUE(report.ok()) << libraryCaseName(c) << " count " << count << ": "
+                             << report.firstWrong;
     EXPECT_GT(report.checkedElements, 0u);
   }
   // The same with every message by reference (single copy), then with every write to the
@@ -117,15 +91,15 @@ TEST_P(LibrarySweepOnThreads, ExactResult) {
   options.fifo.singleCopyBytes = 1;
   options.alwaysByReference = true;
   runtime::ThreadRunReport report = runtime::runOnThreads(algorithm, options);
-  EXPECT_TRUE(report.ok()) << caseName(c) << " by reference: " << report.firstWrong;
+  EXPECT_TRUE(report.ok()) << libraryCaseName(c) << " by reference: " << report.firstWrong;
   options.fifo.singleCopyBytes = 0;
   options.streamingCallBytes = 1;
   report = runtime::runOnThreads(algorithm, options);
-  EXPECT_TRUE(report.ok()) << caseName(c) << " streamed: " << report.firstWrong;
+  EXPECT_TRUE(report.ok()) << libraryCaseName(c) << " streamed: " << report.firstWrong;
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, LibrarySweepOnThreads, ::testing::ValuesIn(sweepCases()),
-                         [](const auto& info) { return caseName(info.param); });
+                         [](const auto& info) { return libraryCaseName(info.param); });
 
 // Past the sweep's 16 ranks: the recursive-doubling ReduceScatter at 17 (core of 16, one extra)
 // and 32 ranks, exact at a count no chunking divides.
