@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The README's test command: builds build/ with -Werror (Release, as demo.sh does) and runs
-# every test, rebuilds with ASan+UBSan (Debug) and runs the tests again (but the few
-# release-only scale tests named below), runs the runtime and transport tests under TSan
-# (RelWithDebInfo), then checks clang-format on all tracked sources. Tests labelled soak (long
-# runs such as the bounded fuzzing, fuzz.bounded) are left out everywhere: run them with
-# `ctest -L soak` in build/.
+# every test (the Release build also compiles the CUDA code where nvcc is; GPU tests skip
+# without a GPU), rebuilds with ASan+UBSan (Debug) and runs the tests again (but the few
+# release-only scale tests named below), runs the runtime, transport, API and
+# device-interpreter tests under TSan (RelWithDebInfo), then checks clang-format on all tracked
+# sources. Tests labelled soak (long runs such as the bounded fuzzing, fuzz.bounded) are left
+# out everywhere: run them with `ctest -L soak` in build/.
 # Exits non-zero if any stage fails; the last line summarizes.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -64,12 +65,13 @@ asan_build_and_test() {
     (cd build-asan && ctest --output-on-failure -j2 -LE soak -E "$release_only_tests")
 }
 
-# The runtime, transports and communicator API run ranks as threads: check them under TSan too.
+# The runtime, transports, communicator API and the device interpreter's host build run ranks
+# (and blocks) as threads: check them under TSan too.
 tsan_build_and_test() {
   cmake -S . -B build-tsan -G Ninja -DCHORUS_WERROR=ON -DCHORUS_SANITIZE_THREAD=ON \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHORUS_BUILD_BENCH=OFF -DCHORUS_BUILD_EXAMPLES=OFF &&
-    cmake --build build-tsan --target test_runtime test_transport test_api &&
-    (cd build-tsan && ctest --output-on-failure -j2 -L 'runtime|transport|api' -LE soak)
+    cmake --build build-tsan --target test_runtime test_transport test_api test_device &&
+    (cd build-tsan && ctest --output-on-failure -j2 -L 'runtime|transport|api|device' -LE soak)
 }
 
 check_format() {

@@ -1,0 +1,413 @@
+#include "cuda/cuda_group.h"
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <utility>
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include "cuda/kernel_launch.h"
+#include "device/call_layout.h"
+#include "device/kernel_failure.h"
+#include "device/kernel_plan.h"
+#include "support/error.h"
+
+namespace chorus::cuda {
+
+namespace {
+
+void check(cudaError_t error, std::string_view what) {
+  if (error != cudaSuccess)
+    throw CommError(fmt::format("CUDA {} failed: {} ({})", what, cudaGetErrorString(error),
+                                cudaGetErrorName(error)));
+}
+
+// Device memory on one GPU that grows on demand (its contents are not kept when it grows).
+class DeviceBytes {
+ public:
+  DeviceBytes() = default;
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  DeviceBytes(DeviceBytes&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  ~DeviceBytes() {
+    if (data_) cudaFree(data_);
+  }
+  unsigned char* reserve(int device, std::size_t bytes) {
+    if (bytes <= size_ && data_) return data_;
+    if (data_) cudaFree(data_);
+    data_ = nullptr;
+    size_ = 0;
+    check(cudaSetDevice(device), "cudaSetDevice");
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes < 256 ? 256 : bytes),
+          fmt::format("cudaMalloc of {} bytes on GPU {}", bytes, device));
+    data_ = static_cast<unsigned char*>(p);
+    size_ = bytes < 256 ? 256 : bytes;
+    return data_;
+  }
+  unsigned char* data() const { return data_; }
+
+ private:
+  unsigned char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// Pinned host memory the GPUs map (the abort flag, the ranks' statuses), zeroed.
+template <typename T>
+class MappedHost {
+ public:
+  explicit MappedHost(std::size_t count) {
+    void* p = nullptr;
+    check(cudaHostAlloc(&p, count * sizeof(T), cudaHostAllocMapped | cudaHostAllocPortable),
+          "cudaHostAlloc");
+    std::memset(p, 0, count * sizeof(T));
+    host_ = static_cast<T*>(p);
+    void* d = nullptr;
+    check(cudaHostGetDevicePointer(&d, p, 0), "cudaHostGetDevicePointer");
+    device_ = static_cast<T*>(d);
+  }
+  MappedHost(const MappedHost&) = delete;
+  MappedHost& operator=(const MappedHost&) = delete;
+  ~MappedHost() { cudaFreeHost(host_); }
+  T* host() const { return host_; }
+  T* device() const { return device_; }
+
+ private:
+  T* host_ = nullptr;
+  T* device_ = nullptr;
+};
+
+// A call's staged and scratch buffers in the rank's device memory, filled on its stream.
+class CudaCallMemory final : public device::CallMemory {
+ public:
+  int device = 0;
+  cudaStream_t stream = nullptr;
+
+  unsigned char* zeroed(ir::BufferKind kind, std::size_t bytes) override {
+    unsigned char* p = buffers_[static_cast<int>(kind)].reserve(device, bytes);
+    check(cudaMemsetAsync(p, 0, bytes, stream), "cudaMemsetAsync");
+    return p;
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync");
+  }
+
+ private:
+  DeviceBytes buffers_[3];
+};
+
+template <typename T>
+T* upload(DeviceBytes& bytes, int device, const std::vector<T>& values) {
+  unsigned char* p = bytes.reserve(device, values.size() * sizeof(T));
+  if (!values.empty())
+    check(cudaMemcpy(p, values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice),
+          "cudaMemcpy");
+  return reinterpret_cast<T*>(p);
+}
+
+// Restores the calling thread's current device on scope exit (the group sets each rank's).
+class CurrentDeviceGuard {
+ public:
+  CurrentDeviceGuard() { check(cudaGetDevice(&device_), "cudaGetDevice"); }
+  ~CurrentDeviceGuard() { cudaSetDevice(device_); }
+  CurrentDeviceGuard(const CurrentDeviceGuard&) = delete;
+  CurrentDeviceGuard& operator=(const CurrentDeviceGuard&) = delete;
+  int device() const { return device_; }
+
+ private:
+  int device_ = 0;
+};
+
+// A connection's flags and counters, in the receiver's memory: ready[slots], sizes[slots], then
+// the ack and the two ends' message counters.
+std::size_t controlWords(std::uint32_t slots) {
+  return 2 * static_cast<std::size_t>(slots) + 3;
+}
+
+}  // namespace
+
+int visibleDevices() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: clear it
+    return 0;
+  }
+  return count;
+}
+
+std::string describeDevice(int device) {
+  cudaDeviceProp prop{};
+  if (device < 0 || device >= visibleDevices() ||
+      cudaGetDeviceProperties(&prop, device) != cudaSuccess)
+    return "";
+  return fmt::format("{} (sm_{}{}, {:.1f} GiB)", prop.name, prop.major, prop.minor,
+                     static_cast<double>(prop.totalGlobalMem) / (1u << 30));
+}
+
+namespace cuda_group_detail {
+
+struct Connection {
+  int sender = 0, receiver = 0;
+  DeviceBytes control, slots;
+  std::uint64_t* words = nullptr;
+};
+
+struct Rank {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  device::KernelPlan plan;
+  DeviceBytes blocks, steps, deps, io, completed, bounces;
+  std::vector<device::KernelBlockIo> hostIo;
+  CudaCallMemory memory;
+};
+
+}  // namespace cuda_group_detail
+
+struct CudaKernelGroup::State {
+  ir::Algorithm algorithm;
+  CudaGroupOptions options;
+  device::GroupWiring wiring;
+  std::vector<cuda_group_detail::Connection> connections;
+  std::vector<cuda_group_detail::Rank> ranks;
+  MappedHost<std::uint32_t> abortFlag{1};
+  std::unique_ptr<MappedHost<device::KernelStatus>> statuses;
+  std::unique_ptr<MappedHost<std::uint32_t>> claimed;
+  std::mutex abortMutex;
+  std::string abortReason;
+  bool failed = false;
+};
+
+CudaKernelGroup::CudaKernelGroup(const ir::Algorithm& algorithm, const CudaGroupOptions& options)
+    : state_(nullptr) {
+  const int visible = visibleDevices();
+  if (visible == 0)
+    throw CommError(
+        "no CUDA GPU is visible to this process: run it where one is (check nvidia-smi and "
+        "CUDA_VISIBLE_DEVICES), or use the CPU executor");
+  if (options.slots == 0 || options.slotBytes == 0)
+    throw OptionError("CudaGroupOptions: slots and slotBytes must be at least 1");
+  const int n = algorithm.nranks;
+  if (!options.devices.empty() && static_cast<int>(options.devices.size()) != n)
+    throw OptionError(fmt::format("'{}' runs on {} ranks but {} GPUs were named", algorithm.name, n,
+                                  options.devices.size()));
+  state_ = std::make_unique<State>();
+  State& s = *state_;
+  s.algorithm = algorithm;
+  s.options = options;
+  s.wiring = device::wireGroup(algorithm);
+  const CurrentDeviceGuard guard;
+  const int current = guard.device();
+  s.ranks.resize(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    cuda_group_detail::Rank& rank = s.ranks[static_cast<std::size_t>(r)];
+    rank.device = options.devices.empty() ? current : options.devices[static_cast<std::size_t>(r)];
+    if (rank.device < 0 || rank.device >= visible)
+      throw CommError(fmt::format("rank {} is to run on GPU {}, but this process sees {} GPU(s)", r,
+                                  rank.device, visible));
+    rank.plan = device::flattenRank(algorithm, r);
+    check(cudaSetDevice(rank.device), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&rank.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    rank.memory.device = rank.device;
+    rank.memory.stream = rank.stream;
+    upload(rank.blocks, rank.device, rank.plan.blocks);
+    upload(rank.steps, rank.device, rank.plan.steps);
+    upload(rank.deps, rank.device, rank.plan.deps);
+  }
+  s.connections.resize(static_cast<std::size_t>(s.wiring.connections));
+  for (int c = 0; c < s.wiring.connections; ++c) {
+    cuda_group_detail::Connection& conn = s.connections[static_cast<std::size_t>(c)];
+    conn.sender = s.wiring.senderOf[static_cast<std::size_t>(c)];
+    conn.receiver = s.wiring.receiverOf[static_cast<std::size_t>(c)];
+    const int from = s.ranks[static_cast<std::size_t>(conn.sender)].device;
+    const int to = s.ranks[static_cast<std::size_t>(conn.receiver)].device;
+    if (from != to) {  // the sender writes into the receiver's memory
+      int can = 0;
+      check(cudaDeviceCanAccessPeer(&can, from, to), "cudaDeviceCanAccessPeer");
+      if (!can)
+        throw CommError(fmt::format(
+            "rank {} on GPU {} sends to rank {} on GPU {}, but GPU {} cannot map GPU {}'s "
+            "memory (no peer access): place them on GPUs that can, or on one GPU",
+            conn.sender, from, conn.receiver, to, from, to));
+      check(cudaSetDevice(from), "cudaSetDevice");
+      const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled)
+        cudaGetLastError();
+      else
+        check(e, "cudaDeviceEnablePeerAccess");
+    }
+    const std::size_t bytes = controlWords(options.slots) * sizeof(std::uint64_t);
+    conn.words = reinterpret_cast<std::uint64_t*>(conn.control.reserve(to, bytes));
+    check(cudaMemset(conn.words, 0, bytes), "cudaMemset");
+  }
+  s.statuses = std::make_unique<MappedHost<device::KernelStatus>>(static_cast<std::size_t>(n));
+  s.claimed = std::make_unique<MappedHost<std::uint32_t>>(static_cast<std::size_t>(n));
+}
+
+CudaKernelGroup::~CudaKernelGroup() {
+  if (!state_) return;
+  for (cuda_group_detail::Rank& rank : state_->ranks)
+    if (rank.stream) {
+      cudaSetDevice(rank.device);
+      cudaStreamSynchronize(rank.stream);
+      cudaStreamDestroy(rank.stream);
+    }
+}
+
+void CudaKernelGroup::abort(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(state_->abortMutex);
+    if (state_->abortReason.empty()) state_->abortReason = reason;
+  }
+  std::atomic_ref<std::uint32_t>(*state_->abortFlag.host()).store(1, std::memory_order_release);
+}
+
+void CudaKernelGroup::run(const std::vector<runtime::CollectiveArgs>& args,
+                          std::chrono::milliseconds timeout) {
+  State& s = *state_;
+  const int n = static_cast<int>(s.ranks.size());
+  if (s.failed)
+    throw CommError(
+        fmt::format("'{}' on the GPU: an earlier call failed; make a new group", s.algorithm.name));
+  if (static_cast<int>(args.size()) != n)
+    throw OptionError(fmt::format("'{}' runs on {} ranks but {} ranks' buffers were given",
+                                  s.algorithm.name, n, args.size()));
+  const std::size_t elemSize = runtime::dataTypeSize(args[0].type);
+  const device::KernelGeometry geometry =
+      device::kernelGeometry(s.algorithm, args[0].count, elemSize, s.options.slotBytes);
+  const std::uint32_t slots = s.options.slots;
+  const CurrentDeviceGuard guard;
+  std::vector<device::KernelFifo> sendEnd(s.connections.size()), recvEnd(s.connections.size());
+  for (std::size_t c = 0; c < s.connections.size(); ++c) {
+    cuda_group_detail::Connection& conn = s.connections[c];
+    unsigned char* data = conn.slots.reserve(
+        s.ranks[static_cast<std::size_t>(conn.receiver)].device, slots * geometry.slotStride);
+    std::uint64_t* w = conn.words;
+    sendEnd[c] = {data, w, w + slots, w + 2 * slots, w + 2 * slots + 1};
+    recvEnd[c] = {data, w, w + slots, w + 2 * slots, w + 2 * slots + 2};
+  }
+  for (int r = 0; r < n; ++r) {
+    s.statuses->host()[r] = device::KernelStatus{};
+    s.claimed->host()[r] = 0;
+  }
+  std::vector<device::CallBuffers> calls(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    cuda_group_detail::Rank& rank = s.ranks[static_cast<std::size_t>(r)];
+    check(cudaSetDevice(rank.device), "cudaSetDevice");
+    const std::size_t blocks = rank.plan.blocks.size();
+    unsigned char* bounces = rank.bounces.reserve(rank.device, 2 * blocks * geometry.bounceBytes);
+    rank.hostIo.assign(blocks, {});
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const int send = s.wiring.sendConnection[static_cast<std::size_t>(r)][b];
+      const int recv = s.wiring.recvConnection[static_cast<std::size_t>(r)][b];
+      if (send >= 0) rank.hostIo[b].send = sendEnd[static_cast<std::size_t>(send)];
+      if (recv >= 0) rank.hostIo[b].recv = recvEnd[static_cast<std::size_t>(recv)];
+      rank.hostIo[b].sendBounce = bounces + 2 * b * geometry.bounceBytes;
+      rank.hostIo[b].recvBounce = bounces + (2 * b + 1) * geometry.bounceBytes;
+    }
+    device::KernelArgs a;
+    a.blocks = reinterpret_cast<const device::KernelBlock*>(rank.blocks.data());
+    a.blockCount = static_cast<std::int32_t>(blocks);
+    a.steps = reinterpret_cast<const device::KernelStep*>(rank.steps.data());
+    a.deps = reinterpret_cast<const device::KernelDep*>(rank.deps.data());
+    a.io = upload(rank.io, rank.device, rank.hostIo);
+    a.completed = reinterpret_cast<std::uint64_t*>(rank.completed.reserve(rank.device, blocks * 8));
+    check(cudaMemsetAsync(a.completed, 0, blocks * 8, rank.stream), "cudaMemsetAsync");
+    const runtime::CollectiveArgs& call = args[static_cast<std::size_t>(r)];
+    calls[static_cast<std::size_t>(r)] =
+        device::prepareCall(s.algorithm, r, call, geometry, rank.memory);
+    for (int k = 0; k < 3; ++k)
+      a.base[k] = calls[static_cast<std::size_t>(r)].base[k];
+    device::setCallFields(a, geometry, s.algorithm.protocol, slots, elemSize, timeout);
+    a.rank = r;
+    a.abortFlag = s.abortFlag.device();
+    a.status = s.statuses->device() + r;
+    a.statusClaimed = s.claimed->device() + r;
+    check(launchInterpreter(a, call.type, call.op, rank.stream), "kernel launch");
+    device::finishCall(s.algorithm, r, call, geometry, calls[static_cast<std::size_t>(r)],
+                       rank.memory);
+    if (call.op == ReduceOp::avg && call.output && device::outputIsReduced(s.algorithm, r))
+      check(launchDivide(call.output, runtime::outputElements(s.algorithm, r, call.count),
+                         call.type, n, rank.stream),
+            "kernel launch");
+  }
+  for (cuda_group_detail::Rank& rank : s.ranks) {
+    check(cudaSetDevice(rank.device), "cudaSetDevice");
+    const cudaError_t e = cudaStreamSynchronize(rank.stream);
+    if (e != cudaSuccess) s.failed = true;
+    check(e, "cudaStreamSynchronize");
+  }
+  if (std::atomic_ref<std::uint32_t>(*s.abortFlag.host()).load(std::memory_order_acquire) != 0) {
+    s.failed = true;
+    std::vector<device::KernelStatus> statuses(s.statuses->host(), s.statuses->host() + n);
+    std::string reason;
+    {
+      std::lock_guard<std::mutex> lock(s.abortMutex);
+      reason = s.abortReason;
+    }
+    device::throwKernelFailure(s.algorithm, statuses, timeout, "the GPU", reason);
+  }
+}
+
+runtime::RunReport runKernelsOnGpu(const ir::Algorithm& algorithm,
+                                   const runtime::RunOptions& options,
+                                   const CudaGroupOptions& group) {
+  const int n = algorithm.nranks;
+  CudaKernelGroup kernels(algorithm, group);
+  const CurrentDeviceGuard guard;
+  const std::size_t elemSize = runtime::dataTypeSize(options.type);
+  std::vector<std::unique_ptr<runtime::RankBuffers>> buffers;
+  std::vector<DeviceBytes> deviceIn(static_cast<std::size_t>(n)),
+      deviceOut(static_cast<std::size_t>(n));
+  std::vector<runtime::CollectiveArgs> args(static_cast<std::size_t>(n));
+  std::vector<std::size_t> inBytes(static_cast<std::size_t>(n)),
+      outBytes(static_cast<std::size_t>(n));
+  std::vector<std::ptrdiff_t> aliasAt(static_cast<std::size_t>(n), -1);  // input inside output
+  for (int r = 0; r < n; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    buffers.push_back(std::make_unique<runtime::RankBuffers>(algorithm, r, options));
+    const int device = group.devices.empty() ? guard.device() : group.devices[i];
+    inBytes[i] = runtime::inputElements(algorithm, r, options.count) * elemSize;
+    outBytes[i] = runtime::outputElements(algorithm, r, options.count) * elemSize;
+    const auto* in = static_cast<const unsigned char*>(buffers[i]->input());
+    const auto* out = static_cast<const unsigned char*>(buffers[i]->output());
+    if (in >= out && in < out + outBytes[i]) aliasAt[i] = in - out;
+    unsigned char* dOut = deviceOut[i].reserve(device, outBytes[i]);
+    unsigned char* dIn =
+        aliasAt[i] >= 0 ? dOut + aliasAt[i] : deviceIn[i].reserve(device, inBytes[i]);
+    args[i] = {dIn, dOut, options.count, options.type, options.op};
+  }
+  runtime::RunReport report;
+  for (int iteration = 0; iteration < std::max(1, options.iterations); ++iteration) {
+    for (int r = 0; r < n; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      buffers[i]->reset();
+      check(cudaMemcpy(args[i].output, buffers[i]->output(), outBytes[i], cudaMemcpyHostToDevice),
+            "cudaMemcpy");
+      if (aliasAt[i] < 0)
+        check(cudaMemcpy(const_cast<void*>(args[i].input), buffers[i]->input(), inBytes[i],
+                         cudaMemcpyHostToDevice),
+              "cudaMemcpy");
+    }
+    const auto start = std::chrono::steady_clock::now();
+    kernels.run(args, options.timeout);
+    report.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  for (int r = 0; r < n; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    check(cudaMemcpy(buffers[i]->output(), args[i].output, outBytes[i], cudaMemcpyDeviceToHost),
+          "cudaMemcpy");
+    if (aliasAt[i] < 0)
+      check(cudaMemcpy(const_cast<void*>(buffers[i]->input()), args[i].input, inBytes[i],
+                       cudaMemcpyDeviceToHost),
+            "cudaMemcpy");
+    runtime::checkRankOutput(algorithm, r, options, buffers[i]->output(), &report);
+    runtime::checkRankInput(algorithm, r, options, buffers[i]->input(), &report);
+  }
+  return report;
+}
+
+}  // namespace chorus::cuda

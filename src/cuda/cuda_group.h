@@ -1,0 +1,64 @@
+// Ranks of one process on CUDA GPUs (cuda layer): runs calls of an ir::Algorithm with the
+// device interpreter's kernels, one launch per rank on its own stream, several ranks per GPU
+// or one per GPU (peers' memory reached through peer access). FIFOs live in the receiver's
+// device memory; the abort flag and each rank's status in mapped host memory, so the host can
+// stop the kernels and read how they ended. docs/gpu.md "Design".
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/algorithm.h"
+#include "runtime/collective_args.h"
+#include "runtime/run_check.h"
+
+namespace chorus::cuda {
+
+// The number of CUDA devices this process sees; 0 when there is none or no driver.
+int visibleDevices();
+
+// "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)" for device `device`; "" if there is none.
+std::string describeDevice(int device);
+
+struct CudaGroupOptions {
+  // The most payload of a Simple message (NCCL: a 4 MiB buffer of 8 steps, 512 KiB each).
+  std::size_t slotBytes = std::size_t{512} << 10;
+  std::uint32_t slots = 8;   // per connection (NCCL_STEPS)
+  std::vector<int> devices;  // the GPU of each rank; empty: every rank on the current device
+};
+
+// One group running calls of one plan. Not thread-safe; one call at a time.
+class CudaKernelGroup {
+ public:
+  // Throws CommError when no GPU is visible, a device is out of range or two GPUs cannot map
+  // each other's memory; PlanError for a plan the interpreter cannot run.
+  CudaKernelGroup(const ir::Algorithm& algorithm, const CudaGroupOptions& options = {});
+  ~CudaKernelGroup();
+  CudaKernelGroup(const CudaKernelGroup&) = delete;
+  CudaKernelGroup& operator=(const CudaKernelGroup&) = delete;
+
+  // Runs one call to completion: args[r] are rank r's device (or managed) buffers, any aliasing.
+  // Throws TimeoutError when a wait passed `timeout` (the kernels end by themselves), CommError
+  // for a message of the wrong size, an abort() or a CUDA error; the group is then unusable.
+  void run(const std::vector<runtime::CollectiveArgs>& args, std::chrono::milliseconds timeout);
+
+  // Raises the group's abort flag: running kernels end within a few microseconds and the call
+  // throws CommError naming `reason`. Thread-safe.
+  void abort(const std::string& reason);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// The host group's exact run (device/host_group.h) on GPUs: buffers in device memory, filled
+// from and checked against the same exact values.
+runtime::RunReport runKernelsOnGpu(const ir::Algorithm& algorithm,
+                                   const runtime::RunOptions& options,
+                                   const CudaGroupOptions& group = {});
+
+}  // namespace chorus::cuda
