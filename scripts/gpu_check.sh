@@ -2,8 +2,9 @@
 # The device check (docs/gpu.md "The device check"): one command for a machine with an NVIDIA
 # GPU. Configures and builds the GPU executor for the GPU present (CHORUS_CUDA=ON,
 # architectures "native"), runs the GPU tests (every library algorithm and protocol with 2 to 8
-# ranks on one GPU, exact), then compute-sanitizer's memcheck and racecheck on a small case,
-# and writes one summary, $OUT/gpu-check.md (or gpu-check-out/ without $OUT), with the date, the
+# ranks on one GPU, exact), compute-sanitizer's memcheck and racecheck on a small case, then
+# the benchmark (bench_gpu: four collectives, 2/4/8 ranks, 8 B-256 MiB, beside the GPU's copy
+# rate), and writes one summary, $OUT/gpu-check.md (or gpu-check-out/ without $OUT), with the date, the
 # device, the commit and each stage's result and time. Exits non-zero if any stage failed.
 # Sized to finish in well under 8 minutes on an H100 (16 cores): a rerun fits the same window.
 set -uo pipefail
@@ -49,11 +50,11 @@ stage() {
 configure() {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHORUS_WERROR=ON \
     -DCHORUS_CUDA=ON -DCHORUS_CUDA_ARCHITECTURES=native -DCHORUS_PYTHON=OFF \
-    -DCHORUS_BUILD_BENCH=OFF -DCHORUS_BUILD_EXAMPLES=OFF
+    -DCHORUS_BUILD_BENCH=ON -DCHORUS_BUILD_EXAMPLES=OFF
 }
 
 stage configure configure &&
-  stage build cmake --build "$build" --target test_gpu test_device -j "$jobs" || {
+  stage build cmake --build "$build" --target test_gpu test_device bench_gpu -j "$jobs" || {
   cat "$summary"
   exit 1
 }
@@ -70,12 +71,21 @@ stage memcheck "$sanitizer" --tool memcheck --error-exitcode 1 \
 stage racecheck "$sanitizer" --tool racecheck --error-exitcode 1 \
   "$build/tests/test_gpu" --gtest_filter="$small"
 
+# At most 4 minutes, so the whole check stays under 8 on an H100.
+stage bench timeout 240 "$build/bench/bench_gpu"
+
 {
   echo
   echo "GPU test summary:"
   echo
   echo '```'
   grep -E '^\[  (PASSED|FAILED|SKIPPED) |tests? from .* ran' "$out/gpu-tests.log" | head -40
+  echo '```'
+  echo
+  echo "Benchmark (bench_gpu):"
+  echo
+  echo '```'
+  cat "$out/bench.log"
   echo '```'
 } >>"$summary"
 cat "$summary"

@@ -1,5 +1,6 @@
 #include "cuda/cuda_group.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -157,11 +158,22 @@ struct Connection {
 
 struct Rank {
   int device = 0;
-  cudaStream_t stream = nullptr;
+  int lane = 0;                 // index into State::lanes
+  std::size_t completedAt = 0;  // its blocks' counters in the lane's `completed`
   device::KernelPlan plan;
-  DeviceBytes blocks, steps, deps, io, completed, bounces;
-  std::vector<device::KernelBlockIo> hostIo;
+  DeviceBytes blocks, steps, deps, io, bounces;
+  std::vector<device::KernelBlockIo> uploadedIo;  // what `io` holds
+  std::size_t bounceBytes = 0;                    // what `bounces` holds
   CudaCallMemory memory;
+};
+
+// The ranks on one GPU: one stream, one launch per call, one array of completion counters.
+struct Lane {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  std::vector<int> ranks;
+  DeviceBytes completed;
+  std::size_t counters = 0;
 };
 
 }  // namespace cuda_group_detail
@@ -172,12 +184,25 @@ struct CudaKernelGroup::State {
   device::GroupWiring wiring;
   std::vector<cuda_group_detail::Connection> connections;
   std::vector<cuda_group_detail::Rank> ranks;
+  std::vector<cuda_group_detail::Lane> lanes;
   MappedHost<std::uint32_t> abortFlag{1};
   std::unique_ptr<MappedHost<device::KernelStatus>> statuses;
   std::unique_ptr<MappedHost<std::uint32_t>> claimed;
   std::mutex abortMutex;
   std::string abortReason;
+  std::size_t slotStride = 0;            // of the connections' slots now
+  std::chrono::milliseconds timeout{0};  // of the calls in flight
+  bool pending = false;
   bool failed = false;
+
+  void syncLanes() {
+    for (cuda_group_detail::Lane& lane : lanes) {
+      check(cudaSetDevice(lane.device), "cudaSetDevice");
+      const cudaError_t e = cudaStreamSynchronize(lane.stream);
+      if (e != cudaSuccess) failed = true;
+      check(e, "cudaStreamSynchronize");
+    }
+  }
 };
 
 CudaKernelGroup::CudaKernelGroup(const ir::Algorithm& algorithm, const CudaGroupOptions& options)
@@ -208,10 +233,22 @@ CudaKernelGroup::CudaKernelGroup(const ir::Algorithm& algorithm, const CudaGroup
       throw CommError(fmt::format("rank {} is to run on GPU {}, but this process sees {} GPU(s)", r,
                                   rank.device, visible));
     rank.plan = device::flattenRank(algorithm, r);
-    check(cudaSetDevice(rank.device), "cudaSetDevice");
-    check(cudaStreamCreateWithFlags(&rank.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    auto lane = std::find_if(s.lanes.begin(), s.lanes.end(), [&](const cuda_group_detail::Lane& l) {
+      return l.device == rank.device;
+    });
+    if (lane == s.lanes.end()) {
+      cuda_group_detail::Lane& added = s.lanes.emplace_back();
+      added.device = rank.device;
+      check(cudaSetDevice(rank.device), "cudaSetDevice");
+      check(cudaStreamCreateWithFlags(&added.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+      lane = s.lanes.end() - 1;
+    }
+    rank.lane = static_cast<int>(lane - s.lanes.begin());
+    lane->ranks.push_back(r);
+    rank.completedAt = lane->counters;
+    lane->counters += rank.plan.blocks.size();
     rank.memory.device = rank.device;
-    rank.memory.stream = rank.stream;
+    rank.memory.stream = lane->stream;
     upload(rank.blocks, rank.device, rank.plan.blocks);
     upload(rank.steps, rank.device, rank.plan.steps);
     upload(rank.deps, rank.device, rank.plan.deps);
@@ -242,17 +279,19 @@ CudaKernelGroup::CudaKernelGroup(const ir::Algorithm& algorithm, const CudaGroup
     conn.words = reinterpret_cast<std::uint64_t*>(conn.control.reserve(to, bytes));
     check(cudaMemset(conn.words, 0, bytes), "cudaMemset");
   }
+  for (cuda_group_detail::Lane& lane : s.lanes)
+    lane.completed.reserve(lane.device, lane.counters * sizeof(std::uint64_t));
   s.statuses = std::make_unique<MappedHost<device::KernelStatus>>(static_cast<std::size_t>(n));
   s.claimed = std::make_unique<MappedHost<std::uint32_t>>(static_cast<std::size_t>(n));
 }
 
 CudaKernelGroup::~CudaKernelGroup() {
   if (!state_) return;
-  for (cuda_group_detail::Rank& rank : state_->ranks)
-    if (rank.stream) {
-      cudaSetDevice(rank.device);
-      cudaStreamSynchronize(rank.stream);
-      cudaStreamDestroy(rank.stream);
+  for (cuda_group_detail::Lane& lane : state_->lanes)
+    if (lane.stream) {
+      cudaSetDevice(lane.device);
+      cudaStreamSynchronize(lane.stream);
+      cudaStreamDestroy(lane.stream);
     }
 }
 
@@ -266,6 +305,12 @@ void CudaKernelGroup::abort(const std::string& reason) {
 
 void CudaKernelGroup::run(const std::vector<runtime::CollectiveArgs>& args,
                           std::chrono::milliseconds timeout) {
+  enqueue(args, timeout);
+  synchronize();
+}
+
+void CudaKernelGroup::enqueue(const std::vector<runtime::CollectiveArgs>& args,
+                              std::chrono::milliseconds timeout) {
   State& s = *state_;
   const int n = static_cast<int>(s.ranks.size());
   if (s.failed)
@@ -274,50 +319,93 @@ void CudaKernelGroup::run(const std::vector<runtime::CollectiveArgs>& args,
   if (static_cast<int>(args.size()) != n)
     throw OptionError(fmt::format("'{}' runs on {} ranks but {} ranks' buffers were given",
                                   s.algorithm.name, n, args.size()));
+  for (const runtime::CollectiveArgs& a : args)
+    if (a.count != args[0].count || a.type != args[0].type || a.op != args[0].op)
+      throw OptionError(fmt::format(
+          "'{}' on the GPU: every rank of a call must pass the same count, type and operator",
+          s.algorithm.name));
   const std::size_t elemSize = runtime::dataTypeSize(args[0].type);
   const device::KernelGeometry geometry =
       device::kernelGeometry(s.algorithm, args[0].count, elemSize, s.options.slotBytes);
   const std::uint32_t slots = s.options.slots;
   const CurrentDeviceGuard guard;
+  // Larger slots or new FIFO addresses: let the calls in flight finish before anything they
+  // read moves.
+  const bool regrow = geometry.slotStride > s.slotStride;
+  if (regrow && s.pending) {
+    s.syncLanes();
+    s.pending = false;
+  }
   std::vector<device::KernelFifo> sendEnd(s.connections.size()), recvEnd(s.connections.size());
   for (std::size_t c = 0; c < s.connections.size(); ++c) {
     cuda_group_detail::Connection& conn = s.connections[c];
+    unsigned char* before = conn.slots.data();
     unsigned char* data = conn.slots.reserve(
         s.ranks[static_cast<std::size_t>(conn.receiver)].device, slots * geometry.slotStride);
+    // New slot memory may hold anything, LL lines of an earlier group included: zero it, so no
+    // line carries a flag this connection's messages will use.
+    if (data != before) check(cudaMemset(data, 0, slots * geometry.slotStride), "cudaMemset");
     std::uint64_t* w = conn.words;
     sendEnd[c] = {data, w, w + slots, w + 2 * slots, w + 2 * slots + 1};
     recvEnd[c] = {data, w, w + slots, w + 2 * slots, w + 2 * slots + 2};
   }
-  for (int r = 0; r < n; ++r) {
-    s.statuses->host()[r] = device::KernelStatus{};
-    s.claimed->host()[r] = 0;
+  if (regrow) s.slotStride = geometry.slotStride;
+  for (cuda_group_detail::Lane& lane : s.lanes) {
+    check(cudaSetDevice(lane.device), "cudaSetDevice");
+    check(cudaMemsetAsync(lane.completed.data(), 0, lane.counters * sizeof(std::uint64_t),
+                          lane.stream),
+          "cudaMemsetAsync");
   }
+  std::vector<device::KernelArgs> kernelArgs(static_cast<std::size_t>(n));
   std::vector<device::CallBuffers> calls(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     cuda_group_detail::Rank& rank = s.ranks[static_cast<std::size_t>(r)];
+    cuda_group_detail::Lane& lane = s.lanes[static_cast<std::size_t>(rank.lane)];
     check(cudaSetDevice(rank.device), "cudaSetDevice");
     const std::size_t blocks = rank.plan.blocks.size();
-    unsigned char* bounces = rank.bounces.reserve(rank.device, 2 * blocks * geometry.bounceBytes);
-    rank.hostIo.assign(blocks, {});
+    const std::size_t bounceBytes = 2 * blocks * geometry.bounceBytes;
+    unsigned char* bounces = rank.bounces.data();
+    std::vector<device::KernelBlockIo> io(blocks);
     for (std::size_t b = 0; b < blocks; ++b) {
       const int send = s.wiring.sendConnection[static_cast<std::size_t>(r)][b];
       const int recv = s.wiring.recvConnection[static_cast<std::size_t>(r)][b];
-      if (send >= 0) rank.hostIo[b].send = sendEnd[static_cast<std::size_t>(send)];
-      if (recv >= 0) rank.hostIo[b].recv = recvEnd[static_cast<std::size_t>(recv)];
-      rank.hostIo[b].sendBounce = bounces + 2 * b * geometry.bounceBytes;
-      rank.hostIo[b].recvBounce = bounces + (2 * b + 1) * geometry.bounceBytes;
+      if (send >= 0) io[b].send = sendEnd[static_cast<std::size_t>(send)];
+      if (recv >= 0) io[b].recv = recvEnd[static_cast<std::size_t>(recv)];
     }
-    device::KernelArgs a;
+    // The bounce buffers and the FIFO addresses change only when messages grow.
+    const auto sameIo = [&] {
+      if (rank.uploadedIo.size() != blocks || bounceBytes > rank.bounceBytes) return false;
+      for (std::size_t b = 0; b < blocks; ++b) {
+        io[b].sendBounce = rank.uploadedIo[b].sendBounce;
+        io[b].recvBounce = rank.uploadedIo[b].recvBounce;
+      }
+      return std::memcmp(io.data(), rank.uploadedIo.data(),
+                         blocks * sizeof(device::KernelBlockIo)) == 0 &&
+             !regrow;
+    };
+    if (!sameIo()) {
+      if (s.pending) {
+        s.syncLanes();
+        s.pending = false;
+      }
+      bounces = rank.bounces.reserve(rank.device, bounceBytes);
+      rank.bounceBytes = std::max(rank.bounceBytes, bounceBytes);
+      for (std::size_t b = 0; b < blocks; ++b) {
+        io[b].sendBounce = bounces + 2 * b * geometry.bounceBytes;
+        io[b].recvBounce = bounces + (2 * b + 1) * geometry.bounceBytes;
+      }
+      upload(rank.io, rank.device, io);
+      rank.uploadedIo = io;
+    }
+    device::KernelArgs& a = kernelArgs[static_cast<std::size_t>(r)];
     a.blocks = reinterpret_cast<const device::KernelBlock*>(rank.blocks.data());
     a.blockCount = static_cast<std::int32_t>(blocks);
     a.steps = reinterpret_cast<const device::KernelStep*>(rank.steps.data());
     a.deps = reinterpret_cast<const device::KernelDep*>(rank.deps.data());
-    a.io = upload(rank.io, rank.device, rank.hostIo);
-    a.completed = reinterpret_cast<std::uint64_t*>(rank.completed.reserve(rank.device, blocks * 8));
-    check(cudaMemsetAsync(a.completed, 0, blocks * 8, rank.stream), "cudaMemsetAsync");
-    const runtime::CollectiveArgs& call = args[static_cast<std::size_t>(r)];
-    calls[static_cast<std::size_t>(r)] =
-        device::prepareCall(s.algorithm, r, call, geometry, rank.memory);
+    a.io = reinterpret_cast<device::KernelBlockIo*>(rank.io.data());
+    a.completed = reinterpret_cast<std::uint64_t*>(lane.completed.data()) + rank.completedAt;
+    calls[static_cast<std::size_t>(r)] = device::prepareCall(
+        s.algorithm, r, args[static_cast<std::size_t>(r)], geometry, rank.memory);
     for (int k = 0; k < 3; ++k)
       a.base[k] = calls[static_cast<std::size_t>(r)].base[k];
     device::setCallFields(a, geometry, s.algorithm.protocol, slots, elemSize, timeout);
@@ -325,20 +413,43 @@ void CudaKernelGroup::run(const std::vector<runtime::CollectiveArgs>& args,
     a.abortFlag = s.abortFlag.device();
     a.status = s.statuses->device() + r;
     a.statusClaimed = s.claimed->device() + r;
-    check(launchInterpreter(a, call.type, call.op, rank.stream), "kernel launch");
+  }
+  // One launch per GPU (per kMaxRanksPerLaunch ranks of it), then each rank's copies out.
+  for (cuda_group_detail::Lane& lane : s.lanes) {
+    check(cudaSetDevice(lane.device), "cudaSetDevice");
+    for (std::size_t first = 0; first < lane.ranks.size(); first += kMaxRanksPerLaunch) {
+      GroupLaunch launch;
+      for (std::size_t i = first; i < lane.ranks.size() && i < first + kMaxRanksPerLaunch; ++i) {
+        const device::KernelArgs& a = kernelArgs[static_cast<std::size_t>(lane.ranks[i])];
+        launch.ranks[launch.rankCount] = a;
+        launch.blockStart[launch.rankCount + 1] =
+            launch.blockStart[launch.rankCount] + a.blockCount;
+        ++launch.rankCount;
+      }
+      check(launchGroup(launch, args[0].type, args[0].op, lane.stream), "kernel launch");
+    }
+  }
+  for (int r = 0; r < n; ++r) {
+    cuda_group_detail::Rank& rank = s.ranks[static_cast<std::size_t>(r)];
+    const runtime::CollectiveArgs& call = args[static_cast<std::size_t>(r)];
+    check(cudaSetDevice(rank.device), "cudaSetDevice");
     device::finishCall(s.algorithm, r, call, geometry, calls[static_cast<std::size_t>(r)],
                        rank.memory);
     if (call.op == ReduceOp::avg && call.output && device::outputIsReduced(s.algorithm, r))
       check(launchDivide(call.output, runtime::outputElements(s.algorithm, r, call.count),
-                         call.type, n, rank.stream),
+                         call.type, n, rank.memory.stream),
             "kernel launch");
   }
-  for (cuda_group_detail::Rank& rank : s.ranks) {
-    check(cudaSetDevice(rank.device), "cudaSetDevice");
-    const cudaError_t e = cudaStreamSynchronize(rank.stream);
-    if (e != cudaSuccess) s.failed = true;
-    check(e, "cudaStreamSynchronize");
-  }
+  s.timeout = timeout;
+  s.pending = true;
+}
+
+void CudaKernelGroup::synchronize() {
+  State& s = *state_;
+  const int n = static_cast<int>(s.ranks.size());
+  const CurrentDeviceGuard guard;
+  s.syncLanes();
+  s.pending = false;
   if (std::atomic_ref<std::uint32_t>(*s.abortFlag.host()).load(std::memory_order_acquire) != 0) {
     s.failed = true;
     std::vector<device::KernelStatus> statuses(s.statuses->host(), s.statuses->host() + n);
@@ -347,7 +458,7 @@ void CudaKernelGroup::run(const std::vector<runtime::CollectiveArgs>& args,
       std::lock_guard<std::mutex> lock(s.abortMutex);
       reason = s.abortReason;
     }
-    device::throwKernelFailure(s.algorithm, statuses, timeout, "the GPU", reason);
+    device::throwKernelFailure(s.algorithm, statuses, s.timeout, "the GPU", reason);
   }
 }
 

@@ -1,6 +1,7 @@
 // Ranks of one process on CUDA GPUs (cuda layer): runs calls of an ir::Algorithm with the
-// device interpreter's kernels, one launch per rank on its own stream, several ranks per GPU
-// or one per GPU (peers' memory reached through peer access). FIFOs live in the receiver's
+// device interpreter's kernels, several ranks per GPU or one per GPU (peers' memory reached
+// through peer access). The ranks on one GPU run as one launch on that GPU's stream, so they
+// start together and a call costs one launch per GPU. FIFOs live in the receiver's
 // device memory; the abort flag and each rank's status in mapped host memory, so the host can
 // stop the kernels and read how they ended. docs/gpu.md "Design".
 #pragma once
@@ -41,10 +42,18 @@ class CudaKernelGroup {
   CudaKernelGroup(const CudaKernelGroup&) = delete;
   CudaKernelGroup& operator=(const CudaKernelGroup&) = delete;
 
-  // Runs one call to completion: args[r] are rank r's device (or managed) buffers, any aliasing.
-  // Throws TimeoutError when a wait passed `timeout` (the kernels end by themselves), CommError
-  // for a message of the wrong size, an abort() or a CUDA error; the group is then unusable.
+  // Runs one call to completion: enqueue() then synchronize().
   void run(const std::vector<runtime::CollectiveArgs>& args, std::chrono::milliseconds timeout);
+
+  // Enqueues one call on the group's streams and returns: args[r] are rank r's device (or
+  // managed) buffers, any aliasing, all with one count, type and op. Calls run in order.
+  void enqueue(const std::vector<runtime::CollectiveArgs>& args,
+               std::chrono::milliseconds timeout);
+
+  // Waits for every enqueued call. Throws TimeoutError when a wait passed its timeout (the
+  // kernels end by themselves), CommError for a message of the wrong size, an abort() or a
+  // CUDA error; the group is then unusable.
+  void synchronize();
 
   // Raises the group's abort flag: running kernels end within a few microseconds and the call
   // throws CommError naming `reason`. Thread-safe.

@@ -9,8 +9,12 @@ namespace chorus::cuda {
 namespace {
 
 template <typename T, ReduceOp Op>
-__global__ void __launch_bounds__(kInterpreterThreads) interpretRank(device::KernelArgs args) {
-  device::interpretBlock<CudaPlatform, T, Op>(args, static_cast<int>(blockIdx.x));
+__global__ void __launch_bounds__(kInterpreterThreads) interpretRanks(const GroupLaunch launch) {
+  const int block = static_cast<int>(blockIdx.x);
+  int r = 0;
+  while (r + 1 < launch.rankCount && block >= launch.blockStart[r + 1])
+    ++r;
+  device::interpretBlock<CudaPlatform, T, Op>(launch.ranks[r], block - launch.blockStart[r]);
 }
 
 template <typename T>
@@ -24,12 +28,13 @@ __global__ void divideOutput(T* data, std::size_t count, int divisor) {
 
 }  // namespace
 
-cudaError_t launchInterpreter(const device::KernelArgs& args, DataType type, ReduceOp op,
-                              cudaStream_t stream) {
-  if (args.blockCount <= 0) return cudaSuccess;
+cudaError_t launchGroup(const GroupLaunch& launch, DataType type, ReduceOp op,
+                        cudaStream_t stream) {
+  const std::int32_t blocks = launch.rankCount > 0 ? launch.blockStart[launch.rankCount] : 0;
+  if (blocks <= 0) return cudaSuccess;
   return device::dispatchType(type, op, [&]<typename T, ReduceOp Op>() {
-    interpretRank<T, Op>
-        <<<static_cast<unsigned>(args.blockCount), kInterpreterThreads, 0, stream>>>(args);
+    interpretRanks<T, Op>
+        <<<static_cast<unsigned>(blocks), kInterpreterThreads, 0, stream>>>(launch);
     return cudaGetLastError();
   });
 }

@@ -35,8 +35,8 @@ class AlignedBytes {
 };
 
 // One connection: its slots, flags and sizes (the receiver's memory), its ack (the sender's)
-// and the two ends' message counters. Slots grow with the largest call's messages; old lines
-// never match a newer message's flag, so they need no clearing.
+// and the two ends' message counters. Slots grow with the largest call's messages; lines left
+// by earlier messages never match a newer message's flag, so they need no clearing.
 struct ConnectionMemory {
   std::vector<unsigned char> slots;
   std::size_t slotBytes = 0;
@@ -123,7 +123,8 @@ void HostKernelGroup::run(const std::vector<runtime::CollectiveArgs>& args,
   for (std::size_t c = 0; c < s.connections.size(); ++c) {
     State::ConnectionMemory& m = s.connections[c];
     const std::size_t bytes = s.options.slots * geometry.slotStride;
-    if (m.slots.size() < bytes + 128) m.slots.resize(bytes + 128, 0);
+    // Grown slots start zeroed: a stale line read at a new alignment could look like a flag.
+    if (m.slots.size() < bytes + 128) m.slots.assign(bytes + 128, 0);
     const auto address = reinterpret_cast<std::uintptr_t>(m.slots.data());
     unsigned char* slots = m.slots.data() + (128 - address % 128) % 128;
     sendEnd[c] = {slots, m.ready.data(), m.sizes.data(), &m.ack, &m.sentCounter};
