@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <utility>
 
@@ -161,6 +162,7 @@ struct Rank {
   int lane = 0;                 // index into State::lanes
   std::size_t completedAt = 0;  // its blocks' counters in the lane's `completed`
   device::KernelPlan plan;
+  cudaEvent_t ready = nullptr;  // recorded on the caller's stream before each call
   DeviceBytes blocks, steps, deps, io, bounces;
   std::vector<device::KernelBlockIo> uploadedIo;  // what `io` holds
   std::size_t bounceBytes = 0;                    // what `bounces` holds
@@ -171,9 +173,11 @@ struct Rank {
 struct Lane {
   int device = 0;
   cudaStream_t stream = nullptr;
+  cudaEvent_t done = nullptr;  // recorded after each call, for the callers' streams
   std::vector<int> ranks;
   DeviceBytes completed;
   std::size_t counters = 0;
+  std::map<std::pair<DataType, ReduceOp>, int> resident;  // residentBlocks, asked once
 };
 
 }  // namespace cuda_group_detail
@@ -241,6 +245,7 @@ CudaKernelGroup::CudaKernelGroup(const ir::Algorithm& algorithm, const CudaGroup
       added.device = rank.device;
       check(cudaSetDevice(rank.device), "cudaSetDevice");
       check(cudaStreamCreateWithFlags(&added.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+      check(cudaEventCreateWithFlags(&added.done, cudaEventDisableTiming), "cudaEventCreate");
       lane = s.lanes.end() - 1;
     }
     rank.lane = static_cast<int>(lane - s.lanes.begin());
@@ -249,6 +254,7 @@ CudaKernelGroup::CudaKernelGroup(const ir::Algorithm& algorithm, const CudaGroup
     lane->counters += rank.plan.blocks.size();
     rank.memory.device = rank.device;
     rank.memory.stream = lane->stream;
+    check(cudaEventCreateWithFlags(&rank.ready, cudaEventDisableTiming), "cudaEventCreate");
     upload(rank.blocks, rank.device, rank.plan.blocks);
     upload(rank.steps, rank.device, rank.plan.steps);
     upload(rank.deps, rank.device, rank.plan.deps);
@@ -292,7 +298,10 @@ CudaKernelGroup::~CudaKernelGroup() {
       cudaSetDevice(lane.device);
       cudaStreamSynchronize(lane.stream);
       cudaStreamDestroy(lane.stream);
+      if (lane.done) cudaEventDestroy(lane.done);
     }
+  for (cuda_group_detail::Rank& rank : state_->ranks)
+    if (rank.ready) cudaEventDestroy(rank.ready);
 }
 
 void CudaKernelGroup::abort(const std::string& reason) {
@@ -310,7 +319,8 @@ void CudaKernelGroup::run(const std::vector<runtime::CollectiveArgs>& args,
 }
 
 void CudaKernelGroup::enqueue(const std::vector<runtime::CollectiveArgs>& args,
-                              std::chrono::milliseconds timeout) {
+                              std::chrono::milliseconds timeout,
+                              const std::vector<cudaStream_t>* streams) {
   State& s = *state_;
   const int n = static_cast<int>(s.ranks.size());
   if (s.failed)
@@ -324,11 +334,36 @@ void CudaKernelGroup::enqueue(const std::vector<runtime::CollectiveArgs>& args,
       throw OptionError(fmt::format(
           "'{}' on the GPU: every rank of a call must pass the same count, type and operator",
           s.algorithm.name));
+  if (streams && static_cast<int>(streams->size()) != n)
+    throw OptionError(fmt::format("'{}' runs on {} ranks but {} streams were given",
+                                  s.algorithm.name, n, streams->size()));
   const std::size_t elemSize = runtime::dataTypeSize(args[0].type);
   const device::KernelGeometry geometry =
       device::kernelGeometry(s.algorithm, args[0].count, elemSize, s.options.slotBytes);
   const std::uint32_t slots = s.options.slots;
   const CurrentDeviceGuard guard;
+  for (cuda_group_detail::Lane& lane : s.lanes) {
+    auto [known, added] = lane.resident.try_emplace({args[0].type, args[0].op}, 0);
+    if (added)
+      check(residentBlocks(args[0].type, args[0].op, lane.device, &known->second),
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (lane.counters > static_cast<std::size_t>(known->second))
+      throw CommError(fmt::format(
+          "'{}' needs {} blocks running at once on GPU {} ({} ranks there), but it holds {} of "
+          "the interpreter's: its blocks wait for each other, so put fewer ranks on that GPU or "
+          "use a plan with fewer threadblocks",
+          s.algorithm.name, lane.counters, lane.device, lane.ranks.size(), known->second));
+  }
+  // The call starts after the callers' streams' work so far.
+  if (streams)
+    for (int r = 0; r < n; ++r) {
+      cuda_group_detail::Rank& rank = s.ranks[static_cast<std::size_t>(r)];
+      check(cudaSetDevice(rank.device), "cudaSetDevice");
+      check(cudaEventRecord(rank.ready, (*streams)[static_cast<std::size_t>(r)]),
+            "cudaEventRecord");
+      check(cudaStreamWaitEvent(s.lanes[static_cast<std::size_t>(rank.lane)].stream, rank.ready, 0),
+            "cudaStreamWaitEvent");
+    }
   // Larger slots or new FIFO addresses: let the calls in flight finish before anything they
   // read moves.
   const bool regrow = geometry.slotStride > s.slotStride;
@@ -439,6 +474,20 @@ void CudaKernelGroup::enqueue(const std::vector<runtime::CollectiveArgs>& args,
       check(launchDivide(call.output, runtime::outputElements(s.algorithm, r, call.count),
                          call.type, n, rank.memory.stream),
             "kernel launch");
+  }
+  // The callers' later work waits for the call.
+  if (streams) {
+    for (cuda_group_detail::Lane& lane : s.lanes) {
+      check(cudaSetDevice(lane.device), "cudaSetDevice");
+      check(cudaEventRecord(lane.done, lane.stream), "cudaEventRecord");
+    }
+    for (int r = 0; r < n; ++r) {
+      const cuda_group_detail::Rank& rank = s.ranks[static_cast<std::size_t>(r)];
+      check(cudaSetDevice(rank.device), "cudaSetDevice");
+      check(cudaStreamWaitEvent((*streams)[static_cast<std::size_t>(r)],
+                                s.lanes[static_cast<std::size_t>(rank.lane)].done, 0),
+            "cudaStreamWaitEvent");
+    }
   }
   s.timeout = timeout;
   s.pending = true;

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include "ir/algorithm.h"
 #include "runtime/collective_args.h"
 #include "runtime/run_check.h"
@@ -46,9 +48,13 @@ class CudaKernelGroup {
   void run(const std::vector<runtime::CollectiveArgs>& args, std::chrono::milliseconds timeout);
 
   // Enqueues one call on the group's streams and returns: args[r] are rank r's device (or
-  // managed) buffers, any aliasing, all with one count, type and op. Calls run in order.
-  void enqueue(const std::vector<runtime::CollectiveArgs>& args,
-               std::chrono::milliseconds timeout);
+  // managed) buffers, any aliasing, all with one count, type and op. Calls run in order. With
+  // `streams` (one per rank, as NCCL's calls take), the call starts after the work enqueued on
+  // each rank's stream so far, and work enqueued on a rank's stream afterwards waits for the
+  // call, as if it ran on that stream. Throws CommError when the ranks on one GPU need more
+  // blocks at once than it holds (they wait for each other, so all must be resident).
+  void enqueue(const std::vector<runtime::CollectiveArgs>& args, std::chrono::milliseconds timeout,
+               const std::vector<cudaStream_t>* streams = nullptr);
 
   // Waits for every enqueued call. Throws TimeoutError when a wait passed its timeout (the
   // kernels end by themselves), CommError for a message of the wrong size, an abort() or a

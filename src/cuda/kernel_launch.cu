@@ -39,6 +39,19 @@ cudaError_t launchGroup(const GroupLaunch& launch, DataType type, ReduceOp op,
   });
 }
 
+cudaError_t residentBlocks(DataType type, ReduceOp op, int device, int* blocks) {
+  int multiprocessors = 0;
+  cudaError_t e = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess) return e;
+  int perMultiprocessor = 0;
+  e = device::dispatchType(type, op, [&]<typename T, ReduceOp Op>() {
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perMultiprocessor, interpretRanks<T, Op>,
+                                                         kInterpreterThreads, 0);
+  });
+  *blocks = perMultiprocessor * multiprocessors;
+  return e;
+}
+
 cudaError_t launchDivide(void* data, std::size_t count, DataType type, int divisor,
                          cudaStream_t stream) {
   if (count == 0 || divisor == 1) return cudaSuccess;

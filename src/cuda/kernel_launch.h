@@ -33,6 +33,10 @@ static_assert(sizeof(GroupLaunch) <= 4000, "a kernel's parameters must fit in 4 
 // GPU guarantees they start together. avg runs as sum: follow with launchDivide on outputs.
 cudaError_t launchGroup(const GroupLaunch& launch, DataType type, ReduceOp op, cudaStream_t stream);
 
+// How many interpreter blocks of `type` and `op` GPU `device` holds at once (blocks per
+// multiprocessor at kInterpreterThreads threads, times its multiprocessors).
+cudaError_t residentBlocks(DataType type, ReduceOp op, int device, int* blocks);
+
 // Enqueues data[i] /= divisor for `count` elements of `type` (avg).
 cudaError_t launchDivide(void* data, std::size_t count, DataType type, int divisor,
                          cudaStream_t stream);

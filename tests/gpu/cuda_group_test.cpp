@@ -2,7 +2,8 @@
 // process sharing one GPU: every library algorithm at 2 to 8 ranks, every protocol, counts of
 // one element, one no chunking divides and a multi-tile one, two calls per group; the reference
 // MSCCL files; every type and operator; a deadlock and an abort end the kernels within the
-// timeout. Skipped where no GPU is visible (CI): scripts/gpu_check.sh runs them on a lent GPU.
+// timeout; calls ordered on the callers' streams. Skipped where no GPU is visible (CI):
+// scripts/gpu_check.sh runs them on a lent GPU.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include <cuda_runtime_api.h>
+#include "../runtime/compile_for_test.h"
 #include "../runtime/valid_msccl_files.h"
 #include "../verify/ir_builders.h"
 #include "cuda/cuda_group.h"
@@ -127,6 +129,52 @@ TEST_F(Gpu, AbortEndsTheKernelsAtOnce) {
   aborter.join();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   cudaFree(memory);
+}
+
+// NCCL's contract: the call runs after the work on each rank's stream and before the work
+// enqueued there after it. The inputs are copied in and the outputs out on the callers'
+// streams; only those streams are synchronized before the check.
+TEST_F(Gpu, CallsRunInOrderOnTheCallersStreams) {
+  const ir::Algorithm plan = testing_support::compileForTest("allreduce.ring", 2);
+  cuda::CudaKernelGroup group(plan);
+  constexpr std::size_t count = 1 << 20;
+  std::vector<cudaStream_t> streams(2);
+  std::vector<float*> buffers(2);
+  std::vector<std::vector<float>> in(2), out(2, std::vector<float>(count, -1));
+  std::vector<runtime::CollectiveArgs> args;
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaStreamCreate(&streams[static_cast<std::size_t>(r)]), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&buffers[static_cast<std::size_t>(r)]),
+                         count * sizeof(float)),
+              cudaSuccess);
+    for (std::size_t i = 0; i < count; ++i)
+      in[static_cast<std::size_t>(r)].push_back(
+          static_cast<float>(r + 1 + static_cast<int>(i % 5)));
+    args.push_back({buffers[static_cast<std::size_t>(r)], buffers[static_cast<std::size_t>(r)],
+                    count, DataType::float32, ReduceOp::sum});
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (std::size_t r = 0; r < 2; ++r)
+      ASSERT_EQ(cudaMemcpyAsync(buffers[r], in[r].data(), count * sizeof(float),
+                                cudaMemcpyHostToDevice, streams[r]),
+                cudaSuccess);
+    group.enqueue(args, std::chrono::milliseconds(60'000), &streams);
+    for (std::size_t r = 0; r < 2; ++r) {
+      ASSERT_EQ(cudaMemcpyAsync(out[r].data(), buffers[r], count * sizeof(float),
+                                cudaMemcpyDeviceToHost, streams[r]),
+                cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(streams[r]), cudaSuccess);
+    }
+    for (std::size_t r = 0; r < 2; ++r)
+      for (std::size_t i = 0; i < count; ++i)
+        ASSERT_EQ(out[r][i], static_cast<float>(3 + 2 * static_cast<int>(i % 5)))
+            << "round " << round << " rank " << r << " [" << i << "]";
+  }
+  group.synchronize();
+  for (std::size_t r = 0; r < 2; ++r) {
+    cudaFree(buffers[r]);
+    cudaStreamDestroy(streams[r]);
+  }
 }
 
 }  // namespace
