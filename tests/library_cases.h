@@ -2,19 +2,25 @@
 // non-default parameters), each named value of an algorithm's parameters, a case's test name,
 // and the device interpreter's sweep shared by its host build's tests (tests/device) and the
 // GPU's (tests/gpu): every library algorithm at 2 to 8 ranks (node-shaped ones at every N x G
-// from 2 to 8 ranks) with each named parameter value. Also the exact-run options they use and a
-// plan that deadlocks.
+// from 2 to 8 ranks) with each named parameter value. Also the exact-run options they use, the
+// checks every executor's runner passes (the reference MSCCL files, every type and operator)
+// and a plan that deadlocks.
 #pragma once
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "algorithms/registry.h"
+#include "ir/msccl_xml.h"
 #include "runtime/run_check.h"
+#include "runtime/valid_msccl_files.h"
 #include "verify/ir_builders.h"
 
 namespace chorus::testing_support {
@@ -68,6 +74,15 @@ inline bool takesParam(const algorithms::AlgorithmInfo& info, const std::string&
                      [&](const algorithms::ParamInfo& param) { return param.name == name; });
 }
 
+// A library algorithm by name and rank count, on `protocol`.
+inline ir::Algorithm compileOnProtocol(const std::string& name, int ranks, ir::Protocol protocol) {
+  algorithms::BuildRequest request;
+  request.algorithm = name;
+  request.ranks = ranks;
+  request.protocol = protocol;
+  return algorithms::compileAlgorithm(request).algorithm;
+}
+
 inline ir::Algorithm compileSweepCase(const LibrarySweepCase& c, ir::Protocol protocol) {
   algorithms::BuildRequest request;
   request.algorithm = c.algorithm;
@@ -89,6 +104,33 @@ inline runtime::RunOptions exactRun(std::size_t count,
   options.op = op;
   options.timeout = std::chrono::milliseconds(60'000);
   return options;
+}
+
+// An executor's exact run of a plan (runOnThreads, device::runKernelsOnHost, ...).
+using ExactRunner =
+    std::function<runtime::RunReport(const ir::Algorithm&, const runtime::RunOptions&)>;
+
+// Every plan of the reference MSCCL XML files (valid_msccl_files.h) runs exactly on `run`.
+inline void expectReferenceFilesExact(const ExactRunner& run, std::size_t count) {
+  for (const std::string& file : validFiles())
+    for (const ir::Algorithm& algorithm : ir::readMscclXmlFile(file)) {
+      const runtime::RunReport report = run(algorithm, exactRun(count));
+      EXPECT_TRUE(report.ok()) << file << ": " << report.firstWrong;
+    }
+}
+
+// A ring AllReduce of `ranks` on every protocol runs exactly on `run` with every type and
+// operator.
+inline void expectEveryTypeAndOperatorExact(const ExactRunner& run, int ranks, std::size_t count) {
+  for (ir::Protocol protocol : {ir::Protocol::simple, ir::Protocol::ll, ir::Protocol::ll128}) {
+    const ir::Algorithm algorithm = compileOnProtocol("allreduce.ring", ranks, protocol);
+    for (runtime::DataType type : runtime::allDataTypes())
+      for (ReduceOp op : runtime::allReduceOps()) {
+        const runtime::RunReport report = run(algorithm, exactRun(count, type, op));
+        EXPECT_TRUE(report.ok()) << ir::protocolName(protocol) << " " << runtime::dataTypeName(type)
+                                 << " " << runtime::reduceOpName(op) << ": " << report.firstWrong;
+      }
+  }
 }
 
 // Two ranks that both receive first: every block waits for a message that never comes.

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "../runtime/compile_for_test.h"
-#include "../runtime/valid_msccl_files.h"
 #include "../verify/ir_builders.h"
 #include "algorithms/registry.h"
 #include "device/host_group.h"
@@ -55,38 +54,26 @@ INSTANTIATE_TEST_SUITE_P(Registry, DeviceInterpreterLibrary,
                          [](const auto& info) { return libraryCaseName(info.param); });
 
 TEST(DeviceInterpreter, RunsTheReferenceMscclFilesExactly) {
-  for (const std::string& file : testing_support::validFiles())
-    for (const ir::Algorithm& algorithm : ir::readMscclXmlFile(file)) {
-      const runtime::RunReport report = device::runKernelsOnHost(algorithm, exactRun(4099));
-      EXPECT_TRUE(report.ok()) << file << ": " << report.firstWrong;
-    }
+  testing_support::expectReferenceFilesExact(
+      [](const ir::Algorithm& a, const runtime::RunOptions& o) {
+        return device::runKernelsOnHost(a, o);
+      },
+      4099);
 }
 
 TEST(DeviceInterpreter, EveryTypeAndOperatorIsExact) {
-  for (ir::Protocol protocol : {ir::Protocol::simple, ir::Protocol::ll, ir::Protocol::ll128}) {
-    algorithms::BuildRequest request;
-    request.algorithm = "allreduce.ring";
-    request.ranks = 3;
-    request.protocol = protocol;
-    const ir::Algorithm algorithm = algorithms::compileAlgorithm(request).algorithm;
-    for (DataType type : runtime::allDataTypes())
-      for (ReduceOp op : runtime::allReduceOps()) {
-        const runtime::RunReport report =
-            device::runKernelsOnHost(algorithm, exactRun(777, type, op));
-        EXPECT_TRUE(report.ok()) << ir::protocolName(protocol) << " " << runtime::dataTypeName(type)
-                                 << " " << runtime::reduceOpName(op) << ": " << report.firstWrong;
-      }
-  }
+  testing_support::expectEveryTypeAndOperatorExact(
+      [](const ir::Algorithm& a, const runtime::RunOptions& o) {
+        return device::runKernelsOnHost(a, o);
+      },
+      3, 777);
 }
 
 // Large messages on the default 64 KiB slots: whole-line LL128 and 16-byte vector paths.
 TEST(DeviceInterpreter, LargeCallsOnDefaultSlots) {
   for (ir::Protocol protocol : {ir::Protocol::simple, ir::Protocol::ll, ir::Protocol::ll128}) {
-    algorithms::BuildRequest request;
-    request.algorithm = "allgather.ring";
-    request.ranks = 4;
-    request.protocol = protocol;
-    const ir::Algorithm algorithm = algorithms::compileAlgorithm(request).algorithm;
+    const ir::Algorithm algorithm =
+        testing_support::compileOnProtocol("allgather.ring", 4, protocol);
     const runtime::RunReport report =
         device::runKernelsOnHost(algorithm, exactRun(std::size_t{1} << 18, DataType::float32));
     EXPECT_TRUE(report.ok()) << ir::protocolName(protocol) << ": " << report.firstWrong;

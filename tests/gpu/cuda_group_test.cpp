@@ -12,7 +12,6 @@
 
 #include <cuda_runtime_api.h>
 #include "../runtime/compile_for_test.h"
-#include "../runtime/valid_msccl_files.h"
 #include "../verify/ir_builders.h"
 #include "cuda/cuda_group.h"
 #include "ir/msccl_xml.h"
@@ -67,28 +66,19 @@ class Gpu : public ::testing::Test {
 };
 
 TEST_F(Gpu, RunsTheReferenceMscclFilesExactly) {
-  for (const std::string& file : testing_support::validFiles())
-    for (const ir::Algorithm& algorithm : ir::readMscclXmlFile(file)) {
-      const runtime::RunReport report = cuda::runKernelsOnGpu(algorithm, exactRun(4099));
-      EXPECT_TRUE(report.ok()) << file << ": " << report.firstWrong;
-    }
+  testing_support::expectReferenceFilesExact(
+      [](const ir::Algorithm& a, const runtime::RunOptions& o) {
+        return cuda::runKernelsOnGpu(a, o);
+      },
+      4099);
 }
 
 TEST_F(Gpu, EveryTypeAndOperatorIsExact) {
-  for (ir::Protocol protocol : {ir::Protocol::simple, ir::Protocol::ll, ir::Protocol::ll128}) {
-    algorithms::BuildRequest request;
-    request.algorithm = "allreduce.ring";
-    request.ranks = 4;
-    request.protocol = protocol;
-    const ir::Algorithm algorithm = algorithms::compileAlgorithm(request).algorithm;
-    for (DataType type : runtime::allDataTypes())
-      for (ReduceOp op : runtime::allReduceOps()) {
-        const runtime::RunReport report =
-            cuda::runKernelsOnGpu(algorithm, exactRun(70'001, type, op));
-        EXPECT_TRUE(report.ok()) << ir::protocolName(protocol) << " " << runtime::dataTypeName(type)
-                                 << " " << runtime::reduceOpName(op) << ": " << report.firstWrong;
-      }
-  }
+  testing_support::expectEveryTypeAndOperatorExact(
+      [](const ir::Algorithm& a, const runtime::RunOptions& o) {
+        return cuda::runKernelsOnGpu(a, o);
+      },
+      4, 70'001);
 }
 
 TEST_F(Gpu, ADeadlockEndsTheKernelsAtTheTimeout) {
