@@ -199,6 +199,15 @@ struct CudaKernelGroup::State {
   bool pending = false;
   bool failed = false;
 
+  // Waits for everything on the lanes' GPUs, the synchronous set-up copies and memsets included:
+  // those run on the legacy stream, which the lanes' non-blocking streams do not wait for.
+  void settle() {
+    for (cuda_group_detail::Lane& lane : lanes) {
+      check(cudaSetDevice(lane.device), "cudaSetDevice");
+      check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    }
+  }
+
   void syncLanes() {
     for (cuda_group_detail::Lane& lane : lanes) {
       check(cudaSetDevice(lane.device), "cudaSetDevice");
@@ -289,6 +298,7 @@ CudaKernelGroup::CudaKernelGroup(const ir::Algorithm& algorithm, const CudaGroup
     lane.completed.reserve(lane.device, lane.counters * sizeof(std::uint64_t));
   s.statuses = std::make_unique<MappedHost<device::KernelStatus>>(static_cast<std::size_t>(n));
   s.claimed = std::make_unique<MappedHost<std::uint32_t>>(static_cast<std::size_t>(n));
+  s.settle();
 }
 
 CudaKernelGroup::~CudaKernelGroup() {
@@ -371,6 +381,7 @@ void CudaKernelGroup::enqueue(const std::vector<runtime::CollectiveArgs>& args,
     s.syncLanes();
     s.pending = false;
   }
+  bool setUp = false;  // synchronous set-up work the launches must wait for (settle())
   std::vector<device::KernelFifo> sendEnd(s.connections.size()), recvEnd(s.connections.size());
   for (std::size_t c = 0; c < s.connections.size(); ++c) {
     cuda_group_detail::Connection& conn = s.connections[c];
@@ -379,7 +390,10 @@ void CudaKernelGroup::enqueue(const std::vector<runtime::CollectiveArgs>& args,
         s.ranks[static_cast<std::size_t>(conn.receiver)].device, slots * geometry.slotStride);
     // New slot memory may hold anything, LL lines of an earlier group included: zero it, so no
     // line carries a flag this connection's messages will use.
-    if (data != before) check(cudaMemset(data, 0, slots * geometry.slotStride), "cudaMemset");
+    if (data != before) {
+      check(cudaMemset(data, 0, slots * geometry.slotStride), "cudaMemset");
+      setUp = true;
+    }
     std::uint64_t* w = conn.words;
     sendEnd[c] = {data, w, w + slots, w + 2 * slots, w + 2 * slots + 1};
     recvEnd[c] = {data, w, w + slots, w + 2 * slots, w + 2 * slots + 2};
@@ -431,6 +445,7 @@ void CudaKernelGroup::enqueue(const std::vector<runtime::CollectiveArgs>& args,
       }
       upload(rank.io, rank.device, io);
       rank.uploadedIo = io;
+      setUp = true;
     }
     device::KernelArgs& a = kernelArgs[static_cast<std::size_t>(r)];
     a.blocks = reinterpret_cast<const device::KernelBlock*>(rank.blocks.data());
@@ -449,6 +464,7 @@ void CudaKernelGroup::enqueue(const std::vector<runtime::CollectiveArgs>& args,
     a.status = s.statuses->device() + r;
     a.statusClaimed = s.claimed->device() + r;
   }
+  if (setUp) s.settle();
   // One launch per GPU (per kMaxRanksPerLaunch ranks of it), then each rank's copies out.
   for (cuda_group_detail::Lane& lane : s.lanes) {
     check(cudaSetDevice(lane.device), "cudaSetDevice");
@@ -550,6 +566,13 @@ runtime::RunReport runKernelsOnGpu(const ir::Algorithm& algorithm,
         check(cudaMemcpy(const_cast<void*>(args[i].input), buffers[i]->input(), inBytes[i],
                          cudaMemcpyHostToDevice),
               "cudaMemcpy");
+    }
+    // The copies above ran on the legacy stream; the group's streams do not wait for it.
+    for (int r = 0; r < n; ++r) {
+      check(cudaSetDevice(group.devices.empty() ? guard.device()
+                                                : group.devices[static_cast<std::size_t>(r)]),
+            "cudaSetDevice");
+      check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     }
     const auto start = std::chrono::steady_clock::now();
     kernels.run(args, options.timeout);
