@@ -45,8 +45,8 @@ struct CudaPlatform {
   __device__ static void raiseFlag(std::uint32_t* p) {
     asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(1u) : "memory");
   }
-  __device__ static bool claim(std::uint32_t* p) {
-    return atomicCAS_system(reinterpret_cast<unsigned int*>(p), 0u, 1u) == 0u;
+  __device__ static bool claim(std::uint32_t* p, std::uint32_t value = 1) {
+    return atomicCAS_system(reinterpret_cast<unsigned int*>(p), 0u, value) == 0u;
   }
   __device__ static void load16(void* out, const void* p) {
     *static_cast<uint4*>(out) = *static_cast<const uint4*>(p);

@@ -44,7 +44,10 @@ template <class P>
 CHORUS_KERNEL_FN void reportFailure(const KernelArgs& a, const BlockPlace& at, KernelError error,
                                     WaitKind waitingFor = WaitKind{}, std::uint64_t arrived = 0,
                                     std::uint64_t expected = 0) {
-  if (error != KernelError::aborted) P::raiseFlag(a.abortFlag);
+  if (error != KernelError::aborted) {
+    if (a.failedRank) P::claim(a.failedRank, static_cast<std::uint32_t>(a.rank) + 1);
+    P::raiseFlag(a.abortFlag);
+  }
   if (!P::claim(a.statusClaimed)) return;
   a.status->error = error;
   a.status->block = at.block;

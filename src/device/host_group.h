@@ -1,9 +1,7 @@
-// The host build of the device interpreter as a group of ranks (device layer): every rank's
-// blocks are threads of this process; FIFOs and buffers are host memory laid out as a GPU run
-// lays them out in device memory (one slot array per connection in the receiver's memory,
-// flags, acks, per-connection message counters that persist across calls). This is how CI
-// exercises the interpreter's step logic and protocols without a GPU (docs/gpu.md "Testing
-// without a GPU").
+// The host build of the device interpreter as a group of ranks in this process (device layer):
+// one HostKernelRank per rank (host_rank.h), their mailboxes heap memory found through an
+// in-memory store, every rank's blocks threads of this process. This is how CI exercises the
+// interpreter's step logic and protocols without a GPU (docs/gpu.md "Testing without a GPU").
 #pragma once
 
 #include <chrono>
@@ -12,16 +10,12 @@
 #include <memory>
 #include <vector>
 
+#include "device/host_rank.h"
 #include "ir/algorithm.h"
 #include "runtime/collective_args.h"
 #include "runtime/run_check.h"
 
 namespace chorus::device {
-
-struct HostGroupOptions {
-  std::size_t slotBytes = std::size_t{64} << 10;  // most payload of a Simple message
-  std::uint32_t slots = 8;                        // per connection (NCCL_STEPS is 8)
-};
 
 // One group running calls of one plan. Not thread-safe; calls run one at a time.
 class HostKernelGroup {
@@ -35,9 +29,10 @@ class HostKernelGroup {
   HostKernelGroup& operator=(const HostKernelGroup&) = delete;
 
   // Runs one call: args[r] are rank r's buffers (any aliasing the caller likes: in place, out
-  // of place), all with the same count, type and op. Throws TimeoutError when a wait passed
-  // `timeout` and CommError when a block received a message of the wrong size, naming rank,
-  // threadblock, step and tile; the group is not usable after a failure.
+  // of place), all with the same count, type and op. Throws the first failing rank's error
+  // (TimeoutError when a wait passed `timeout`, CommError when a block received a message of
+  // the wrong size, naming rank, threadblock, step and tile); the group is not usable after a
+  // failure.
   void run(const std::vector<runtime::CollectiveArgs>& args, std::chrono::milliseconds timeout);
 
  private:

@@ -44,10 +44,11 @@ struct HostPlatform {
   static void raiseFlag(std::uint32_t* p) {
     std::atomic_ref<std::uint32_t>(*p).store(1, std::memory_order_release);
   }
-  // True for the first caller only (KernelArgs::statusClaimed).
-  static bool claim(std::uint32_t* p) {
+  // Stores `value` if *p is 0; true for that first caller only (KernelArgs::statusClaimed,
+  // failedRank).
+  static bool claim(std::uint32_t* p, std::uint32_t value = 1) {
     std::uint32_t expected = 0;
-    return std::atomic_ref<std::uint32_t>(*p).compare_exchange_strong(expected, 1,
+    return std::atomic_ref<std::uint32_t>(*p).compare_exchange_strong(expected, value,
                                                                       std::memory_order_acq_rel);
   }
   static void load16(void* out, const void* p) { std::memcpy(out, p, 16); }

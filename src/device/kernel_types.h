@@ -93,9 +93,10 @@ struct KernelArgs {
   std::uint32_t slotCount = 0;  // slots per FIFO
   std::size_t slotStride = 0;   // bytes between slots (payload, or its LL/LL128 lines)
   std::int32_t rank = 0;
-  std::uint32_t* abortFlag = nullptr;  // shared by the group; non-zero: stop
-  std::uint64_t timeoutNs = 0;         // a block's waits give up this long after it starts
-  KernelStatus* status = nullptr;      // per rank; written once, by the first failing block
+  std::uint32_t* abortFlag = nullptr;   // shared by the group; non-zero: stop
+  std::uint32_t* failedRank = nullptr;  // shared; the first failing rank + 1 (null: not kept)
+  std::uint64_t timeoutNs = 0;          // a block's waits give up this long after it starts
+  KernelStatus* status = nullptr;       // per rank; written once, by the first failing block
   std::uint32_t* statusClaimed = nullptr;
 };
 

@@ -1,0 +1,259 @@
+#include "device/host_rank.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "device/block_interpreter.h"
+#include "device/call_layout.h"
+#include "device/host_platform.h"
+#include "device/kernel_failure.h"
+#include "device/kernel_plan.h"
+#include "device/mailbox_layout.h"
+#include "device/type_dispatch.h"
+#include "support/error.h"
+#include "transport/shm/shm_segment.h"
+
+namespace chorus::device {
+
+// The rank's state (named, not anonymous: HostKernelRank::State holds it).
+namespace host_rank_detail {
+
+// Zeroed host memory aligned to 128 bytes (a GPU allocation is aligned at least as much).
+class AlignedBytes {
+ public:
+  unsigned char* resize(std::size_t bytes) {
+    if (bytes + 128 > storage_.size()) storage_.assign(bytes + 128, 0);
+    const auto address = reinterpret_cast<std::uintptr_t>(storage_.data());
+    unsigned char* p = storage_.data() + (128 - address % 128) % 128;
+    std::fill(p, p + bytes, 0);
+    return p;
+  }
+
+ private:
+  std::vector<unsigned char> storage_;
+};
+
+class HostCallMemory final : public CallMemory {
+ public:
+  unsigned char* zeroed(ir::BufferKind kind, std::size_t bytes) override {
+    return buffers_[static_cast<int>(kind)].resize(bytes);
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    std::memmove(dst, src, bytes);
+  }
+
+ private:
+  AlignedBytes buffers_[3];
+};
+
+}  // namespace host_rank_detail
+
+namespace {
+
+// A fresh /dev/shm name for this rank's mailbox.
+std::string mailboxName(int rank) {
+  static std::atomic<std::uint64_t> next{0};
+  return fmt::format("/chorus-dev-{}-{}-{}", ::getpid(), rank, next.fetch_add(1));
+}
+
+std::vector<std::uint8_t> bytesOf(const std::string& text) {
+  return std::vector<std::uint8_t>(text.begin(), text.end());
+}
+
+}  // namespace
+
+struct HostKernelRank::State {
+  ir::Algorithm algorithm;
+  int rank = 0;
+  HostGroupOptions options;
+  GroupWiring wiring;
+  MailboxLayout layout;
+  KernelPlan plan;
+  host_rank_detail::AlignedBytes ownHeap;       // the mailbox, when peers are threads
+  std::optional<transport::ShmSegment> ownShm;  // the mailbox, when peers are processes
+  std::vector<transport::ShmSegment> peerShm;
+  std::vector<unsigned char*> mailboxes;  // [rank]
+  std::vector<KernelBlockIo> io;
+  std::vector<host_rank_detail::AlignedBytes> bounces;  // two per block
+  std::vector<std::uint64_t> completed;
+  KernelStatus status;
+  std::uint32_t statusClaimed = 0;
+  host_rank_detail::HostCallMemory memory;
+  bool failed = false;
+
+  // The group's words in rank 0's mailbox header.
+  std::uint32_t* abortWord() const {
+    return reinterpret_cast<std::uint32_t*>(mailboxes[0] + MailboxLayout::kAbortWord);
+  }
+  std::uint32_t* failedRankWord() const {
+    return reinterpret_cast<std::uint32_t*>(mailboxes[0] + MailboxLayout::kFailedRankWord);
+  }
+};
+
+HostKernelRank::HostKernelRank(const ir::Algorithm& algorithm, int rank, transport::Store& store,
+                               const std::string& prefix, MailboxSharing sharing,
+                               const HostGroupOptions& options,
+                               std::chrono::milliseconds setupTimeout)
+    : state_(std::make_unique<State>()) {
+  if (options.slots == 0 || options.slotBytes == 0)
+    throw OptionError("HostGroupOptions: slots and slotBytes must be at least 1");
+  const int n = algorithm.nranks;
+  if (rank < 0 || rank >= n)
+    throw OptionError(fmt::format("rank {} is outside '{}''s {} ranks", rank, algorithm.name, n));
+  State& s = *state_;
+  s.algorithm = algorithm;
+  s.rank = rank;
+  s.options = options;
+  s.plan = flattenRank(algorithm, rank);
+  s.wiring = wireGroup(algorithm);
+  s.layout = layoutMailboxes(algorithm, s.wiring, options.slots, options.slotBytes);
+  const std::size_t bytes = s.layout.mailboxBytes[static_cast<std::size_t>(rank)];
+
+  // Publish this rank's mailbox, then map every peer's.
+  std::string published;
+  if (sharing == MailboxSharing::threads) {
+    unsigned char* box = s.ownHeap.resize(bytes);
+    published = fmt::format("ptr:{:x}", reinterpret_cast<std::uintptr_t>(box));
+  } else {
+    std::string name;
+    while (!s.ownShm) {
+      name = mailboxName(rank);
+      s.ownShm = transport::createShmSegment(name, bytes, "the device interpreter's mailbox",
+                                             "use smaller slots (HostGroupOptions::slotBytes)");
+    }
+    published = "shm:" + name;
+  }
+  store.set(fmt::format("{}/mailbox/{}", prefix, rank), bytesOf(published));
+  s.mailboxes.assign(static_cast<std::size_t>(n), nullptr);
+  const auto deadline = std::chrono::steady_clock::now() + setupTimeout;
+  for (int r = 0; r < n; ++r) {
+    const std::vector<std::uint8_t> value =
+        store.get(fmt::format("{}/mailbox/{}", prefix, r), setupTimeout);
+    const std::string text(value.begin(), value.end());
+    if (text.starts_with("ptr:")) {
+      if (sharing != MailboxSharing::threads)
+        throw CommError(
+            fmt::format("rank {}'s mailbox is memory of another process's thread, "
+                        "but rank {} runs in a process of its own: the ranks of a "
+                        "group must agree on MailboxSharing",
+                        r, rank));
+      s.mailboxes[static_cast<std::size_t>(r)] =
+          reinterpret_cast<unsigned char*>(std::stoull(text.substr(4), nullptr, 16));
+    } else if (r == rank) {
+      s.mailboxes[static_cast<std::size_t>(r)] = s.ownShm->data();
+    } else {
+      std::optional<transport::ShmSegment> peer = transport::openShmSegment(
+          text.substr(4), deadline, [] { return std::string(); }, "a peer's mailbox");
+      if (!peer)
+        throw CommError(
+            fmt::format("rank {}'s mailbox {} is gone: that rank exited", r, text.substr(4)));
+      s.mailboxes[static_cast<std::size_t>(r)] = peer->data();
+      s.peerShm.push_back(std::move(*peer));
+    }
+  }
+  if (sharing == MailboxSharing::processes) {  // every rank has mapped it: remove the name
+    store.set(fmt::format("{}/mapped/{}", prefix, rank), bytesOf("1"));
+    std::vector<std::string> keys;
+    for (int r = 0; r < n; ++r)
+      keys.push_back(fmt::format("{}/mapped/{}", prefix, r));
+    store.wait(keys, setupTimeout);
+    transport::unlinkShmName(published.substr(4));
+  }
+
+  // The blocks' FIFOs and bounce buffers, fixed for the rank's life.
+  const std::size_t blocks = s.plan.blocks.size();
+  const std::size_t bounceBytes = (s.layout.maxPayload + 119) / 120 * 120 + 128;
+  s.io.resize(blocks);
+  s.bounces.resize(2 * blocks);
+  s.completed.assign(blocks, 0);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const int send = s.wiring.sendConnection[static_cast<std::size_t>(rank)][b];
+    const int recv = s.wiring.recvConnection[static_cast<std::size_t>(rank)][b];
+    if (send >= 0) s.io[b].send = sendEndOf(s.layout, s.wiring, s.mailboxes, send);
+    if (recv >= 0) s.io[b].recv = recvEndOf(s.layout, s.wiring, s.mailboxes, recv);
+    s.io[b].sendBounce = s.bounces[2 * b].resize(bounceBytes);
+    s.io[b].recvBounce = s.bounces[2 * b + 1].resize(bounceBytes);
+  }
+}
+
+HostKernelRank::~HostKernelRank() = default;
+
+int HostKernelRank::rank() const {
+  return state_->rank;
+}
+
+KernelError HostKernelRank::lastError() const {
+  return state_->status.error;
+}
+
+void HostKernelRank::abort() {
+  HostPlatform::raiseFlag(state_->abortWord());
+}
+
+void HostKernelRank::run(const runtime::CollectiveArgs& args, std::chrono::milliseconds timeout) {
+  State& s = *state_;
+  const std::string where = "the device interpreter (host build)";
+  if (s.failed)
+    throw CommError(fmt::format("'{}' on {}: an earlier call of rank {} failed; make a new group",
+                                s.algorithm.name, where, s.rank));
+  const std::size_t elemSize = runtime::dataTypeSize(args.type);
+  const KernelGeometry geometry =
+      kernelGeometry(s.algorithm, args.count, elemSize, s.options.slotBytes);
+  const CallBuffers call = prepareCall(s.algorithm, s.rank, args, geometry, s.memory);
+  std::fill(s.completed.begin(), s.completed.end(), 0);
+  KernelArgs a;
+  a.blocks = s.plan.blocks.data();
+  a.blockCount = static_cast<std::int32_t>(s.plan.blocks.size());
+  a.steps = s.plan.steps.data();
+  a.deps = s.plan.deps.data();
+  a.io = s.io.data();
+  a.completed = s.completed.data();
+  std::copy(std::begin(call.base), std::end(call.base), std::begin(a.base));
+  setCallFields(a, geometry, s.algorithm.protocol, s.options.slots, elemSize, timeout);
+  a.slotStride = s.layout.slotStride;  // the mailbox's slots hold the largest message
+  a.rank = s.rank;
+  a.abortFlag = s.abortWord();
+  a.failedRank = s.failedRankWord();
+  a.status = &s.status;
+  a.statusClaimed = &s.statusClaimed;
+
+  std::vector<std::thread> threads;
+  for (int b = 0; b < a.blockCount; ++b)
+    threads.emplace_back([&a, b, &args] {
+      dispatchType(args.type, args.op,
+                   [&]<typename T, ReduceOp Op>() { interpretBlock<HostPlatform, T, Op>(a, b); });
+    });
+  for (std::thread& t : threads)
+    t.join();
+  if (s.status.error != KernelError::none) {
+    s.failed = true;
+    if (s.status.error == KernelError::aborted) {
+      const std::uint32_t first =
+          std::atomic_ref<std::uint32_t>(*s.failedRankWord()).load(std::memory_order_acquire);
+      throw CommError(first == 0 ? fmt::format("'{}' on {}: rank {} stopped: the group was aborted",
+                                               s.algorithm.name, where, s.rank)
+                                 : fmt::format("'{}' on {}: rank {} stopped because rank {} failed",
+                                               s.algorithm.name, where, s.rank, first - 1));
+    }
+    std::vector<KernelStatus> statuses(static_cast<std::size_t>(s.algorithm.nranks));
+    statuses[static_cast<std::size_t>(s.rank)] = s.status;
+    throwKernelFailure(s.algorithm, statuses, timeout, where);
+  }
+  finishCall(s.algorithm, s.rank, args, geometry, call, s.memory);
+  if (args.op == ReduceOp::avg && args.output && outputIsReduced(s.algorithm, s.rank))
+    dispatchType(args.type, ReduceOp::sum, [&]<typename T, ReduceOp>() {
+      divideRange<HostPlatform>(static_cast<T*>(args.output),
+                                runtime::outputElements(s.algorithm, s.rank, args.count),
+                                s.algorithm.nranks);
+    });
+}
+
+}  // namespace chorus::device
