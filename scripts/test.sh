@@ -95,7 +95,7 @@ if ! bash scripts/install_deps.sh; then
 fi
 run_stage "build+ctest (build/)" build_and_test
 run_stage "asan build+ctest (build-asan/)" asan_build_and_test
-run_stage "tsan build+ctest runtime,transport,api (build-tsan/)" tsan_build_and_test
+run_stage "tsan build+ctest runtime,transport,api,device (build-tsan/)" tsan_build_and_test
 run_stage "clang-format" check_format
 
 echo

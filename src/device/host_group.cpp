@@ -1,10 +1,13 @@
 #include "device/host_group.h"
 
 #include <exception>
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "device/kernel_plan.h"
 #include "support/error.h"
 #include "transport/in_memory_store.h"
 
@@ -48,6 +51,11 @@ HostKernelGroup::HostKernelGroup(const ir::Algorithm& algorithm, const HostGroup
   State& s = *state_;
   s.algorithm = algorithm;
   const int n = algorithm.nranks;
+  // Plan errors first, from this thread: a rank that failed while making its mailbox would
+  // leave the others waiting for it until the set-up timeout.
+  wireGroup(algorithm);
+  for (int r = 0; r < n; ++r)
+    flattenRank(algorithm, r);
   s.ranks.resize(static_cast<std::size_t>(n));
   // Each rank waits for its peers' mailboxes, so they are made at once.
   transport::InMemoryStore store;
