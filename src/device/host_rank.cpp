@@ -117,7 +117,14 @@ HostKernelRank::HostKernelRank(const ir::Algorithm& algorithm, int rank, transpo
   s.layout = layoutMailboxes(algorithm, s.wiring, options.slots, options.slotBytes);
   const std::size_t bytes = s.layout.mailboxBytes[static_cast<std::size_t>(rank)];
 
-  // Publish this rank's mailbox, then map every peer's.
+  // Publish this rank's mailbox, then map every peer's. A /dev/shm name lives only until every
+  // rank has mapped it, or until the set-up fails: it is removed on the way out either way.
+  struct UnlinkOnExit {
+    std::string name;
+    ~UnlinkOnExit() {
+      if (!name.empty()) transport::unlinkShmName(name);
+    }
+  } ownName;
   std::string published;
   if (sharing == MailboxSharing::threads) {
     unsigned char* box = s.ownHeap.resize(bytes);
@@ -130,6 +137,7 @@ HostKernelRank::HostKernelRank(const ir::Algorithm& algorithm, int rank, transpo
                                              "use smaller slots (HostGroupOptions::slotBytes)");
     }
     published = "shm:" + name;
+    ownName.name = name;
   }
   store.set(fmt::format("{}/mailbox/{}", prefix, rank), bytesOf(published));
   s.mailboxes.assign(static_cast<std::size_t>(n), nullptr);
@@ -159,13 +167,12 @@ HostKernelRank::HostKernelRank(const ir::Algorithm& algorithm, int rank, transpo
       s.peerShm.push_back(std::move(*peer));
     }
   }
-  if (sharing == MailboxSharing::processes) {  // every rank has mapped it: remove the name
+  if (sharing == MailboxSharing::processes) {  // the name goes once every rank has mapped it
     store.set(fmt::format("{}/mapped/{}", prefix, rank), bytesOf("1"));
     std::vector<std::string> keys;
     for (int r = 0; r < n; ++r)
       keys.push_back(fmt::format("{}/mapped/{}", prefix, r));
     store.wait(keys, setupTimeout);
-    transport::unlinkShmName(published.substr(4));
   }
 
   // The blocks' FIFOs and bounce buffers, fixed for the rank's life.

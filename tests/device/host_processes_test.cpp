@@ -1,7 +1,8 @@
 // The device interpreter's host build with every rank a process of its own: mailboxes in
 // /dev/shm found through a FileStore, the host's stand-in for GPU ranks in separate processes
-// sharing CUDA IPC handles (src/device/host_rank.h). Exact results on every protocol, and a rank
-// that dies before the call: the others fail within the timeout, naming the wait.
+// sharing CUDA IPC handles (src/device/host_rank.h). Exact results on every protocol; a rank
+// that dies before the call: the others fail within the timeout, naming the wait; a peer that
+// never shows up: the set-up times out and removes its /dev/shm name.
 #include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,9 +11,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <thread>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "device/host_rank.h"
 #include "library_cases.h"
@@ -133,6 +137,21 @@ TEST_F(DeviceInterpreterProcesses, ARankThatDiesLeavesTheOthersAClearTimeout) {
   });
   EXPECT_EQ(codes, (std::vector<int>{kTimedOut, kOtherError + 10, kTimedOut}));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
+// A peer that never shows up: the set-up times out, naming the missing key, and the rank's
+// /dev/shm name is removed again.
+TEST(DeviceInterpreterMailboxes, AMissingPeerTimesOutAndLeavesNoSharedMemoryName) {
+  const ir::Algorithm plan =
+      testing_support::compileOnProtocol("allreduce.ring", 2, ir::Protocol::simple);
+  testing_support::TempDir dir("chorus-device-processes");
+  transport::FileStore store(dir.path());
+  EXPECT_THROW(device::HostKernelRank(plan, 0, store, "group", device::MailboxSharing::processes,
+                                      {}, std::chrono::milliseconds(200)),
+               TimeoutError);
+  const std::string mine = fmt::format("chorus-dev-{}-", ::getpid());
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
+    EXPECT_FALSE(entry.path().filename().string().starts_with(mine)) << entry.path();
 }
 
 }  // namespace
