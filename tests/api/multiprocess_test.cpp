@@ -5,7 +5,6 @@
 // process; each reports through its exit status.
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,22 +19,13 @@
 #include <vector>
 
 #include "api_test_util.h"
+#include "process_threads.h"
 
 namespace chorus {
 namespace {
 
 using apitest::Buffer;
 using namespace std::chrono_literals;
-
-int threadCount() {
-  int n = 0;
-  if (DIR* d = ::opendir("/proc/self/task")) {
-    while (const dirent* e = ::readdir(d))
-      n += e->d_name[0] != '.';
-    ::closedir(d);
-  }
-  return n;
-}
 
 // Child exit codes.
 constexpr int kOk = 0;
@@ -97,7 +87,7 @@ std::vector<int> runRanks(int n, const std::function<int(int, const std::string&
 }
 
 #define REQUIRE_SINGLE_THREADED()                                                            \
-  if (threadCount() > 1)                                                                     \
+  if (testing_support::processThreadCount() > 1)                                             \
   GTEST_SKIP() << "fork needs a single-threaded test process; run this test on its own (as " \
                   "ctest does)"
 

@@ -3,7 +3,6 @@
 // sharing CUDA IPC handles (src/device/host_rank.h). Exact results on every protocol; a rank
 // that dies before the call: the others fail within the timeout, naming the wait; a peer that
 // never shows up: the set-up times out and removes its /dev/shm name.
-#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 
 #include "device/host_rank.h"
 #include "library_cases.h"
+#include "process_threads.h"
 #include "runtime/run_check.h"
 #include "support/error.h"
 #include "temp_dir.h"
@@ -27,16 +27,6 @@
 
 namespace chorus {
 namespace {
-
-int processThreads() {
-  int n = 0;
-  if (DIR* d = ::opendir("/proc/self/task")) {
-    while (const dirent* e = ::readdir(d))
-      n += e->d_name[0] != '.';
-    ::closedir(d);
-  }
-  return n;
-}
 
 // Runs body(rank) in `n` forked children; their exit codes (-1: killed after `limit`).
 std::vector<int> runForkedRanks(int n, const std::function<int(int)>& body,
@@ -78,7 +68,7 @@ constexpr int kExact = 0, kWrong = 1, kTimedOut = 3, kOtherError = 4;
 class DeviceInterpreterProcesses : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (processThreads() > 1)
+    if (testing_support::processThreadCount() > 1)
       GTEST_SKIP() << "fork needs a single-threaded test process; run this test on its own (as "
                       "ctest does)";
   }
