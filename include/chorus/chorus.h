@@ -57,6 +57,10 @@ struct CommConfig {
   // Executor threads per rank for calls of at least 1 MiB (CHORUS_THREADS, 1 to 64; default 1,
   // right when every rank has a core of its own).
   std::optional<int> threads;
+  // What runs each rank's calls (CHORUS_EXECUTOR): "cpu", the interpreter on host threads (the
+  // default), or "device", the GPU runtime's device interpreter built for the host (blocks as
+  // threads, every rank on one host; docs/gpu.md). Every rank must name the same one.
+  std::string executor;
 };
 
 // Where a call's plan came from; filled for the most recent collective (see lastPlan()).

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "device/host_executor.h"
 #include "runtime/stream_copy.h"
 #include "support/env.h"
 #include "support/error.h"
@@ -94,6 +95,18 @@ int resolveThreads(const CommConfig& config) {
   return static_cast<int>(envInt("CHORUS_THREADS", 1, kMaxThreads).value_or(1));
 }
 
+std::string resolveExecutor(const CommConfig& config) {
+  std::string name = config.executor;
+  std::string what = "CommConfig.executor";
+  if (name.empty()) {
+    name = envString("CHORUS_EXECUTOR").value_or("");
+    what = "CHORUS_EXECUTOR";
+  }
+  if (name.empty()) return std::string(runtime::kDefaultExecutor);
+  device::registerDeviceExecutors();
+  return runtime::requireExecutor(name, what).name;
+}
+
 // A byte threshold from `variable` (0 switches the feature off), else `fallback`.
 std::size_t resolveThreshold(const char* variable, std::size_t fallback) {
   if (auto env = envSize(variable)) return static_cast<std::size_t>(*env);
@@ -117,6 +130,8 @@ ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind) {
   resolved.streamingCallBytes =
       resolveThreshold("CHORUS_STREAMING_BYTES", runtime::kDefaultStreamingCallBytes);
   resolved.threads = resolveThreads(config);
+  resolved.executor = resolveExecutor(config);
+  resolved.ranksAreThreads = kind == InitKind::allInProcess;
   resolved.authToken = envString("CHORUS_AUTH_TOKEN").value_or("");
   resolved.socketIfname = envString("CHORUS_SOCKET_IFNAME").value_or("");
   resolved.socketsPerPeer = static_cast<int>(

@@ -35,9 +35,10 @@ struct ResolvedConfig {
   std::string authToken;     // CHORUS_AUTH_TOKEN: tcp peers must present it
   std::string socketIfname;  // CHORUS_SOCKET_IFNAME: the tcp transport's interface filter
   int socketsPerPeer = 1;    // CHORUS_SOCKETS_PER_PEER: tcp connections per pair of ranks
-  // The runtime::Executor each rank runs its calls on (runtime/executor.h). Neither CommConfig
-  // nor the environment sets it yet: the communicator factory's callers (tests) may.
+  // The runtime::Executor each rank runs its calls on (runtime/executor.h): CommConfig.executor,
+  // else CHORUS_EXECUTOR, else "cpu".
   std::string executor{runtime::kDefaultExecutor};
+  bool ranksAreThreads = false;  // initAll: runtime::ExecutorConfig::ranksAreThreads
 };
 
 // How the communicator is being created: initAll (ranks are threads of this process) or

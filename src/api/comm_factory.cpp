@@ -37,6 +37,7 @@ runtime::ExecutorConfig executorConfig(const ResolvedConfig& config) {
   runtime::ExecutorConfig executor;
   executor.threads = config.threads;
   executor.streamingCallBytes = config.streamingCallBytes;
+  executor.ranksAreThreads = config.ranksAreThreads;
   return executor;
 }
 

@@ -19,6 +19,7 @@
 
 #include "api/call_tag.h"
 #include "api/communicator_impl.h"
+#include "device/peer_exchange.h"
 #include "runtime/datatype.h"
 #include "runtime/idle_backoff.h"
 #include "support/error.h"
@@ -31,6 +32,7 @@ using api::P2pCall;
 
 // Collective plans use channels from 0 up; point-to-point uses one far above them.
 constexpr int kP2pChannel = 1000;
+static_assert(kP2pChannel != device::kDeviceSetupChannel, "the device executors set up there");
 constexpr std::uint64_t kHeaderMagic = 0x3250'5355'524f'4843ull;  // "CHORUSP2"
 constexpr std::size_t kHeaderBytes = 32;
 

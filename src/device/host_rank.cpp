@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -58,14 +61,41 @@ class HostCallMemory final : public CallMemory {
 
 namespace {
 
+// The heap mailboxes of this process's ranks by address, for peers that are threads. A peer
+// that maps one holds it, as a process holds a peer's /dev/shm segment or CUDA IPC mapping:
+// the receiver of a rank's last message acks it in that rank's mailbox, possibly after that
+// rank's call returned and it freed its state, so the memory lives until its last user lets go.
+class HeapMailboxes {
+ public:
+  std::shared_ptr<host_rank_detail::AlignedBytes> make(std::size_t bytes, unsigned char** box) {
+    auto mailbox = std::make_shared<host_rank_detail::AlignedBytes>();
+    *box = mailbox->resize(bytes);
+    std::lock_guard lock(mutex_);
+    std::erase_if(byAddress_, [](const auto& entry) { return entry.second.expired(); });
+    byAddress_[reinterpret_cast<std::uintptr_t>(*box)] = mailbox;
+    return mailbox;
+  }
+  // The mailbox at `address`; null if it is gone.
+  std::shared_ptr<host_rank_detail::AlignedBytes> find(std::uintptr_t address) {
+    std::lock_guard lock(mutex_);
+    const auto it = byAddress_.find(address);
+    return it == byAddress_.end() ? nullptr : it->second.lock();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::uintptr_t, std::weak_ptr<host_rank_detail::AlignedBytes>> byAddress_;
+};
+
+HeapMailboxes& heapMailboxes() {
+  static HeapMailboxes mailboxes;
+  return mailboxes;
+}
+
 // A fresh /dev/shm name for this rank's mailbox.
 std::string mailboxName(int rank) {
   static std::atomic<std::uint64_t> next{0};
   return fmt::format("/chorus-dev-{}-{}-{}", ::getpid(), rank, next.fetch_add(1));
-}
-
-std::vector<std::uint8_t> bytesOf(const std::string& text) {
-  return std::vector<std::uint8_t>(text.begin(), text.end());
 }
 
 }  // namespace
@@ -77,7 +107,8 @@ struct HostKernelRank::State {
   GroupWiring wiring;
   MailboxLayout layout;
   KernelPlan plan;
-  host_rank_detail::AlignedBytes ownHeap;       // the mailbox, when peers are threads
+  // The mailboxes of the group, when its ranks are threads (this rank's among them).
+  std::vector<std::shared_ptr<host_rank_detail::AlignedBytes>> heaps;
   std::optional<transport::ShmSegment> ownShm;  // the mailbox, when peers are processes
   std::vector<transport::ShmSegment> peerShm;
   std::vector<unsigned char*> mailboxes;  // [rank]
@@ -102,6 +133,13 @@ HostKernelRank::HostKernelRank(const ir::Algorithm& algorithm, int rank, transpo
                                const std::string& prefix, MailboxSharing sharing,
                                const HostGroupOptions& options,
                                std::chrono::milliseconds setupTimeout)
+    : HostKernelRank(algorithm, rank,
+                     storeExchange(store, prefix, rank, algorithm.nranks, setupTimeout), sharing,
+                     options) {}
+
+HostKernelRank::HostKernelRank(const ir::Algorithm& algorithm, int rank,
+                               const PeerExchange& exchange, MailboxSharing sharing,
+                               const HostGroupOptions& options)
     : state_(std::make_unique<State>()) {
   if (options.slots == 0 || options.slotBytes == 0)
     throw OptionError("HostGroupOptions: slots and slotBytes must be at least 1");
@@ -127,7 +165,8 @@ HostKernelRank::HostKernelRank(const ir::Algorithm& algorithm, int rank, transpo
   } ownName;
   std::string published;
   if (sharing == MailboxSharing::threads) {
-    unsigned char* box = s.ownHeap.resize(bytes);
+    unsigned char* box = nullptr;
+    s.heaps.push_back(heapMailboxes().make(bytes, &box));
     published = fmt::format("ptr:{:x}", reinterpret_cast<std::uintptr_t>(box));
   } else {
     std::string name;
@@ -139,13 +178,12 @@ HostKernelRank::HostKernelRank(const ir::Algorithm& algorithm, int rank, transpo
     published = "shm:" + name;
     ownName.name = name;
   }
-  store.set(fmt::format("{}/mailbox/{}", prefix, rank), bytesOf(published));
+  const std::vector<std::string> descriptors = exchange(published);
   s.mailboxes.assign(static_cast<std::size_t>(n), nullptr);
-  const auto deadline = std::chrono::steady_clock::now() + setupTimeout;
+  // A peer's segment was created and sized before it was published: the deadline only guards.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (int r = 0; r < n; ++r) {
-    const std::vector<std::uint8_t> value =
-        store.get(fmt::format("{}/mailbox/{}", prefix, r), setupTimeout);
-    const std::string text(value.begin(), value.end());
+    const std::string& text = descriptors[static_cast<std::size_t>(r)];
     if (text.starts_with("ptr:")) {
       if (sharing != MailboxSharing::threads)
         throw CommError(
@@ -153,8 +191,19 @@ HostKernelRank::HostKernelRank(const ir::Algorithm& algorithm, int rank, transpo
                         "but rank {} runs in a process of its own: the ranks of a "
                         "group must agree on MailboxSharing",
                         r, rank));
-      s.mailboxes[static_cast<std::size_t>(r)] =
-          reinterpret_cast<unsigned char*>(std::stoull(text.substr(4), nullptr, 16));
+      const std::uintptr_t address = std::stoull(text.substr(4), nullptr, 16);
+      if (r != rank) {
+        std::shared_ptr<host_rank_detail::AlignedBytes> peer = heapMailboxes().find(address);
+        if (!peer)
+          throw CommError(fmt::format("rank {}'s mailbox is gone: that rank left the group", r));
+        s.heaps.push_back(std::move(peer));
+      }
+      s.mailboxes[static_cast<std::size_t>(r)] = reinterpret_cast<unsigned char*>(address);
+    } else if (!text.starts_with("shm:")) {
+      throw CommError(
+          fmt::format("rank {} published '{}' as its mailbox; a mailbox is 'ptr:' or "
+                      "'shm:' (is it running the same chorus?)",
+                      r, text.substr(0, 64)));
     } else if (r == rank) {
       s.mailboxes[static_cast<std::size_t>(r)] = s.ownShm->data();
     } else {
@@ -167,13 +216,8 @@ HostKernelRank::HostKernelRank(const ir::Algorithm& algorithm, int rank, transpo
       s.peerShm.push_back(std::move(*peer));
     }
   }
-  if (sharing == MailboxSharing::processes) {  // the name goes once every rank has mapped it
-    store.set(fmt::format("{}/mapped/{}", prefix, rank), bytesOf("1"));
-    std::vector<std::string> keys;
-    for (int r = 0; r < n; ++r)
-      keys.push_back(fmt::format("{}/mapped/{}", prefix, r));
-    store.wait(keys, setupTimeout);
-  }
+  if (sharing == MailboxSharing::processes)  // the name goes once every rank has mapped it
+    exchange("mapped");
 
   // The blocks' FIFOs and bounce buffers, fixed for the rank's life.
   const std::size_t blocks = s.plan.blocks.size();
@@ -205,7 +249,8 @@ void HostKernelRank::abort() {
   HostPlatform::raiseFlag(state_->abortWord());
 }
 
-void HostKernelRank::run(const runtime::CollectiveArgs& args, std::chrono::milliseconds timeout) {
+void HostKernelRank::run(const runtime::CollectiveArgs& args, std::chrono::milliseconds timeout,
+                         const std::function<std::string()>& groupFailure) {
   State& s = *state_;
   const std::string where = "the device interpreter (host build)";
   if (s.failed)
@@ -232,14 +277,31 @@ void HostKernelRank::run(const runtime::CollectiveArgs& args, std::chrono::milli
   a.status = &s.status;
   a.statusClaimed = &s.statusClaimed;
 
+  std::atomic<int> finished{0};
   std::vector<std::thread> threads;
   for (int b = 0; b < a.blockCount; ++b)
-    threads.emplace_back([&a, b, &args] {
+    threads.emplace_back([&a, b, &args, &finished] {
       dispatchType(args.type, args.op,
                    [&]<typename T, ReduceOp Op>() { interpretBlock<HostPlatform, T, Op>(a, b); });
+      finished.fetch_add(1, std::memory_order_release);
     });
+  // The host's watch over a running kernel: a failure the transport reports stops the blocks.
+  std::string stopReason;
+  if (groupFailure)
+    while (finished.load(std::memory_order_acquire) < a.blockCount) {
+      if (stopReason.empty() && !(stopReason = groupFailure()).empty()) {
+        HostPlatform::raiseFlag(s.abortWord());
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   for (std::thread& t : threads)
     t.join();
+  if (!stopReason.empty() && s.status.error == KernelError::aborted) {
+    s.failed = true;
+    throw CommError(fmt::format("'{}' on {}: rank {} stopped: {}", s.algorithm.name, where, s.rank,
+                                stopReason));
+  }
   if (s.status.error != KernelError::none) {
     s.failed = true;
     if (s.status.error == KernelError::aborted) {

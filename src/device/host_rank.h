@@ -8,10 +8,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "device/kernel_types.h"
+#include "device/peer_exchange.h"
 #include "ir/algorithm.h"
 #include "runtime/collective_args.h"
 #include "transport/store.h"
@@ -29,10 +31,14 @@ enum class MailboxSharing { threads, processes };
 
 class HostKernelRank {
  public:
-  // Makes this rank's mailbox, publishes it under `prefix` in `store`, and maps every peer's
-  // (waiting at most `setupTimeout`). Throws PlanError for a plan the interpreter cannot run,
-  // OptionError for zero slots or slot bytes, TimeoutError when a peer does not show up,
-  // CommError when /dev/shm has no room.
+  // Makes this rank's mailbox, swaps descriptors with every peer through `exchange` (one round;
+  // a second, a barrier, with processes: a /dev/shm name is removed once every rank mapped it)
+  // and maps every peer's. Throws PlanError for a plan the interpreter cannot run, OptionError
+  // for zero slots or slot bytes, the exchange's TimeoutError when a peer does not show up,
+  // CommError when /dev/shm has no room or the ranks disagree on `sharing`.
+  HostKernelRank(const ir::Algorithm& algorithm, int rank, const PeerExchange& exchange,
+                 MailboxSharing sharing, const HostGroupOptions& options = {});
+  // The same through `store`, under `prefix` (storeExchange), waiting at most `setupTimeout`.
   HostKernelRank(const ir::Algorithm& algorithm, int rank, transport::Store& store,
                  const std::string& prefix, MailboxSharing sharing,
                  const HostGroupOptions& options = {},
@@ -44,8 +50,12 @@ class HostKernelRank {
   // Runs this rank's part of one call (every rank must make the same call). Throws
   // TimeoutError when one of its waits passed `timeout`, CommError when it received a message
   // of the wrong size or the group was aborted (naming the rank that failed first); the rank is
-  // then unusable.
-  void run(const runtime::CollectiveArgs& args, std::chrono::milliseconds timeout);
+  // then unusable. `groupFailure`, if given, is polled while the blocks run (every 50 us or
+  // so): once it returns a reason, the group's abort word is raised and the call throws
+  // CommError with it, as a GPU rank's host thread stops its kernel when the transport reports
+  // a dead peer.
+  void run(const runtime::CollectiveArgs& args, std::chrono::milliseconds timeout,
+           const std::function<std::string()>& groupFailure = {});
 
   // Raises the group's abort word: every rank's blocks stop within a few microseconds.
   void abort();

@@ -1,7 +1,8 @@
 // The executor interface (runtime layer): what runs one rank's part of a finished ir::Algorithm
 // over that rank's connections. The communicator, the thread and process runners and the CLI's
 // host timing call through it; executors are made by name from a small table (executor.cpp):
-// "cpu" (cpu_executor.h, the interpreter) is the default.
+// "cpu" (cpu_executor.h, the interpreter) is the default; the device layer adds "device" (the
+// device interpreter's host build, device/host_executor.h) through registerExecutor().
 #pragma once
 
 #include <chrono>
@@ -45,6 +46,9 @@ struct ExecutorConfig {
   // Calls whose larger buffer has at least this many bytes write with non-temporal stores.
   std::size_t streamingCallBytes = kDefaultStreamingCallBytes;
   bool alwaysByReference = false;  // tests: every message by reference where the FIFO accepts it
+  // Every rank of the group is a thread of this process, so an executor may share plain memory
+  // with its peers (the device executors' mailboxes); false: assume separate processes.
+  bool ranksAreThreads = false;
 };
 
 // Runs one rank's calls. Bound at creation to its rank and connections (which must outlive it);

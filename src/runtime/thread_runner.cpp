@@ -34,6 +34,7 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
   ExecutorConfig executorConfig;
   executorConfig.streamingCallBytes = options.streamingCallBytes;
   executorConfig.alwaysByReference = options.alwaysByReference;
+  executorConfig.ranksAreThreads = true;
   transport::TransportOptions transportOptions;
   transportOptions.fifo = options.fifo;
   transportOptions.timeout = options.timeout;

@@ -1,5 +1,6 @@
 // Every collective on initAll communicators (thread transport) with 2, 3 and 4 ranks, driven by
-// a group from one thread and by one thread per rank; in place and out of place; several data
+// a group from one thread and by one thread per rank, on the cpu executor and on the device
+// interpreter's host build ("device", docs/gpu.md); in place and out of place; several data
 // types and operators; counts that do not divide evenly. Every output element is checked
 // exactly against a sequential reference.
 #include <gtest/gtest.h>
@@ -49,12 +50,14 @@ struct RankBuffers {
   RankBuffers(DataType t, std::size_t in, std::size_t outLen) : send(t, in), recv(t, outLen) {}
 };
 
-class CollectivesTest : public ::testing::TestWithParam<std::tuple<int, Drive>> {
+class CollectivesTest : public ::testing::TestWithParam<std::tuple<int, Drive, const char*>> {
  protected:
   void SetUp() override {
     nranks_ = std::get<0>(GetParam());
     drive_ = std::get<1>(GetParam());
-    comms_ = Communicator::initAll(nranks_, apitest::testConfig());
+    CommConfig config = apitest::testConfig();
+    config.executor = std::get<2>(GetParam());
+    comms_ = Communicator::initAll(nranks_, config);
   }
 
   // Runs `s` on every rank and checks every output element; returns false on a wrong element.
@@ -293,13 +296,15 @@ TEST_P(CollectivesTest, AGroupOfMoreShapesThanRecentlyUsedOnesKeepsEachCallsPlan
     EXPECT_EQ(c.sequence(), static_cast<std::uint64_t>(kCalls));
 }
 
-INSTANTIATE_TEST_SUITE_P(RanksAndDrive, CollectivesTest,
+INSTANTIATE_TEST_SUITE_P(RanksDriveAndExecutor, CollectivesTest,
                          ::testing::Combine(::testing::Values(2, 3, 4),
-                                            ::testing::Values(Drive::group, Drive::threads)),
+                                            ::testing::Values(Drive::group, Drive::threads),
+                                            ::testing::Values("cpu", "device")),
                          [](const auto& info) {
                            return fmt::format(
-                               "{}ranks_{}", std::get<0>(info.param),
-                               std::get<1>(info.param) == Drive::group ? "group" : "threads");
+                               "{}ranks_{}_{}", std::get<0>(info.param),
+                               std::get<1>(info.param) == Drive::group ? "group" : "threads",
+                               std::get<2>(info.param));
                          });
 
 TEST(CommunicatorTest, SingleRankCollectivesCopy) {

@@ -158,6 +158,43 @@ TEST(MultiprocessTest, APeerThatExitsFailsTheOthersWithCommError) {
   EXPECT_EQ(codes, std::vector<int>(2, kOk));
 }
 
+TEST(MultiprocessTest, DeviceExecutorOverShmWithInitRank) {
+  REQUIRE_SINGLE_THREADED();
+  const auto codes = runRanks(3, [](int rank, const std::string& hex) {
+    CommConfig config = apitest::testConfig();
+    config.executor = "device";
+    Communicator comm = Communicator::initRank(3, uniqueIdFromHex(hex), rank, config);
+    for (std::size_t count : {std::size_t{1}, std::size_t{1001}, std::size_t{100'000}})
+      if (!allReduceIsExact(comm, count) || !allReduceIsExact(comm, count)) return kWrong;
+    return kOk;
+  });
+  EXPECT_EQ(codes, std::vector<int>(3, kOk));
+}
+
+TEST(MultiprocessTest, APeerThatExitsStopsTheDeviceExecutorsBlocks) {
+  // Rank 1 exits after the plan is set up, so rank 0's next call goes straight to its blocks,
+  // which wait for rank 1's message: the transport's report of the exited process stops them
+  // long before the 60 s timeout.
+  REQUIRE_SINGLE_THREADED();
+  const auto codes = runRanks(2, [](int rank, const std::string& hex) {
+    CommConfig config = apitest::testConfig(60s);
+    config.executor = "device";
+    Communicator comm = Communicator::initRank(2, uniqueIdFromHex(hex), rank, config);
+    if (!allReduceIsExact(comm, 64)) return kWrong;
+    if (rank == 1) ::_exit(kOk);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      allReduceIsExact(comm, 64);
+    } catch (const CommError& e) {
+      std::fprintf(stderr, "rank 0 (expected): %s\n", e.what());
+      const bool quick = std::chrono::steady_clock::now() - start < 20s;
+      return quick && std::string(e.what()).find("allreduce") != std::string::npos ? kOk : kWrong;
+    }
+    return kWrong;
+  });
+  EXPECT_EQ(codes, std::vector<int>(2, kOk));
+}
+
 TEST(MultiprocessTest, InitFromEnvironmentWithChorusLaunchVariables) {
   REQUIRE_SINGLE_THREADED();
   const std::filesystem::path dir =

@@ -14,9 +14,11 @@
 #include "algorithms/registry.h"
 #include "cli.h"
 #include "collective_option.h"
+#include "device/host_executor.h"
 #include "ir/collective.h"
 #include "ir/formats.h"
 #include "runtime/collective_args.h"
+#include "runtime/executor.h"
 #include "runtime/process_runner.h"
 #include "runtime/thread_runner.h"
 #include "shape_options.h"
@@ -38,6 +40,7 @@ struct RunArgs {
   int iterations = 1;
   std::string collective;  // --collective: the custom collective a plan file implements
   bool strict = false;     // a result left unchecked (unknown custom collective) fails
+  std::string executor{runtime::kDefaultExecutor};
 };
 
 // A plan file ('-' or an existing path) or else a library algorithm compiled for the shape.
@@ -63,6 +66,8 @@ ExitCode runRun(const RunArgs& args) {
     throw OptionError(fmt::format("unknown --op '{}'; use sum, prod, min, max or avg", args.op));
   const std::uint64_t bytes = parseSize(args.bytes);
   if (args.iterations < 1) throw OptionError("--iters must be at least 1");
+  device::registerDeviceExecutors();
+  const std::string executor = runtime::requireExecutor(args.executor, "--executor").name;
 
   bool allCorrect = true;
   for (const ir::Algorithm& plan : loadPlans(args)) {
@@ -75,6 +80,7 @@ ExitCode runRun(const RunArgs& args) {
         std::max(runtime::inputElements(plan, 0, 1), runtime::outputElements(plan, 0, 1));
     runtime::RunOptions options;
     options.transport = chosen.name;
+    options.executor = executor;
     options.count = runtime::countForBytes(plan, bytes, esz);
     options.type = *type;
     options.op = *op;
@@ -83,8 +89,9 @@ ExitCode runRun(const RunArgs& args) {
     // A transport that makes its group in one process runs ranks as threads, others fork them.
     const auto report = chosen.makeGroup ? runtime::runOnThreads(plan, options)
                                          : runtime::runOnProcesses(plan, options);
-    fmt::print("{} '{}' on {} ranks ({} transport): {} per rank, count {}, {} {}: ",
+    fmt::print("{} '{}' on {} ranks ({} transport{}): {} per rank, count {}, {} {}: ",
                ir::collectiveName(plan.collective), plan.name, plan.nranks, args.transport,
+               executor == runtime::kDefaultExecutor ? "" : ", " + executor + " executor",
                formatSize(options.count * perCount * esz), options.count,
                runtime::dataTypeName(*type), runtime::reduceOpName(*op));
     if (report.ok() && !ir::collectiveOf(plan)->hasPostcondition()) {
@@ -129,6 +136,11 @@ Command addRunCommand(CLI::App& app) {
   command->add_option("--timeout", args->timeoutSeconds, "Seconds before a stuck rank fails")
       ->capture_default_str();
   command->add_option("--iters", args->iterations, "Runs back to back")->capture_default_str();
+  command
+      ->add_option("--executor", args->executor,
+                   "What runs each rank: cpu (the interpreter) or device (the GPU runtime's "
+                   "device interpreter built for the host)")
+      ->capture_default_str();
   addCollectiveOption(*command, args->collective);
   command->add_flag("--strict", args->strict,
                     "Fail (exit 1) when the result is not checked because chorus does not know "
