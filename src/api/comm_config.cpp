@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include "device/host_executor.h"
+#ifdef CHORUS_HAVE_CUDA
+#include "cuda/cuda_executor.h"
+#endif
 #include "runtime/stream_copy.h"
 #include "support/env.h"
 #include "support/error.h"
@@ -103,7 +106,7 @@ std::string resolveExecutor(const CommConfig& config) {
     what = "CHORUS_EXECUTOR";
   }
   if (name.empty()) return std::string(runtime::kDefaultExecutor);
-  device::registerDeviceExecutors();
+  registerExecutors();
   return runtime::requireExecutor(name, what).name;
 }
 
@@ -114,6 +117,13 @@ std::size_t resolveThreshold(const char* variable, std::size_t fallback) {
 }
 
 }  // namespace
+
+void registerExecutors() {
+  device::registerDeviceExecutors();
+#ifdef CHORUS_HAVE_CUDA
+  cuda::registerCudaExecutors();
+#endif
+}
 
 ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind) {
   ResolvedConfig resolved;

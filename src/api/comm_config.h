@@ -45,6 +45,10 @@ struct ResolvedConfig {
 // initRank / initFromEnvironment (ranks are processes).
 enum class InitKind { allInProcess, perProcess };
 
+// Adds the executors of the layers above the runtime to its table: "device" and, where chorus
+// is built with CUDA, "cuda". Thread-safe; resolveConfig calls it, as does the CLI.
+void registerExecutors();
+
 // Throws OptionError for a bad field or variable (and for a transport the kind of creation
 // cannot use: one for threads of one process outside initAll, one that chooses per peer with
 // initAll). Reads the environment; thread-safe.

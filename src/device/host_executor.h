@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "device/host_rank.h"
+#include "device/plan_cache.h"
 #include "runtime/executor.h"
 
 namespace chorus::device {
@@ -20,7 +21,7 @@ class HostDeviceExecutor final : public runtime::Executor {
  public:
   static constexpr std::string_view kName = "device";
   // The most plans whose mailboxes a rank keeps at once; the least recently used goes first.
-  static constexpr std::size_t kMaxPlans = 8;
+  static constexpr std::size_t kMaxPlans = PlanCache<HostKernelRank>::kMaxPlans;
 
   // Throws OptionError when the ranks span several hosts (mailboxes need shared memory).
   HostDeviceExecutor(int rank, transport::ConnectionSet& connections,
@@ -39,17 +40,8 @@ class HostDeviceExecutor final : public runtime::Executor {
   std::size_t plansHeld() const { return plans_.size(); }
 
  private:
-  struct PlanRank {
-    std::uint64_t key = 0;
-    std::uint64_t lastUse = 0;
-    std::unique_ptr<HostKernelRank> rank;
-  };
-  HostKernelRank& rankFor(const ir::Algorithm& algorithm, const runtime::CallOptions& options);
-
   MailboxSharing sharing_;
-  std::vector<PlanRank> plans_;
-  std::uint64_t uses_ = 0;
-  std::uint64_t unnamedPlans_ = 0;
+  PlanCache<HostKernelRank> plans_;
 };
 
 // Adds "device" to the executor table (runtime/executor.h) unless it is there. Thread-safe;

@@ -297,24 +297,12 @@ void HostKernelRank::run(const runtime::CollectiveArgs& args, std::chrono::milli
     }
   for (std::thread& t : threads)
     t.join();
-  if (!stopReason.empty() && s.status.error == KernelError::aborted) {
-    s.failed = true;
-    throw CommError(fmt::format("'{}' on {}: rank {} stopped: {}", s.algorithm.name, where, s.rank,
-                                stopReason));
-  }
   if (s.status.error != KernelError::none) {
     s.failed = true;
-    if (s.status.error == KernelError::aborted) {
-      const std::uint32_t first =
-          std::atomic_ref<std::uint32_t>(*s.failedRankWord()).load(std::memory_order_acquire);
-      throw CommError(first == 0 ? fmt::format("'{}' on {}: rank {} stopped: the group was aborted",
-                                               s.algorithm.name, where, s.rank)
-                                 : fmt::format("'{}' on {}: rank {} stopped because rank {} failed",
-                                               s.algorithm.name, where, s.rank, first - 1));
-    }
-    std::vector<KernelStatus> statuses(static_cast<std::size_t>(s.algorithm.nranks));
-    statuses[static_cast<std::size_t>(s.rank)] = s.status;
-    throwKernelFailure(s.algorithm, statuses, timeout, where);
+    throwRankFailure(
+        s.algorithm, s.rank, s.status,
+        std::atomic_ref<std::uint32_t>(*s.failedRankWord()).load(std::memory_order_acquire),
+        timeout, where, stopReason);
   }
   finishCall(s.algorithm, s.rank, args, geometry, call, s.memory);
   if (args.op == ReduceOp::avg && args.output && outputIsReduced(s.algorithm, s.rank))

@@ -51,4 +51,22 @@ void throwKernelFailure(const ir::Algorithm& algorithm, const std::vector<Kernel
   throw CommError(fmt::format("'{}' on {} was aborted", algorithm.name, where));
 }
 
+void throwRankFailure(const ir::Algorithm& algorithm, int rank, const KernelStatus& status,
+                      std::uint32_t failedRankPlusOne, std::chrono::milliseconds timeout,
+                      std::string_view where, std::string_view stopReason) {
+  if (status.error == KernelError::aborted) {
+    if (!stopReason.empty())
+      throw CommError(
+          fmt::format("'{}' on {}: rank {} stopped: {}", algorithm.name, where, rank, stopReason));
+    throw CommError(failedRankPlusOne == 0
+                        ? fmt::format("'{}' on {}: rank {} stopped: the group was aborted",
+                                      algorithm.name, where, rank)
+                        : fmt::format("'{}' on {}: rank {} stopped because rank {} failed",
+                                      algorithm.name, where, rank, failedRankPlusOne - 1));
+  }
+  std::vector<KernelStatus> statuses(static_cast<std::size_t>(algorithm.nranks));
+  statuses.at(static_cast<std::size_t>(rank)) = status;
+  throwKernelFailure(algorithm, statuses, timeout, where);
+}
+
 }  // namespace chorus::device

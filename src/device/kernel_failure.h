@@ -20,4 +20,13 @@ namespace chorus::device {
                                      std::chrono::milliseconds timeout, std::string_view where,
                                      std::string_view abortReason = {});
 
+// How one rank's call failed (`status.error` is not none), as the executors of one rank report
+// it: CommError "stopped: <stopReason>" when its host stopped the blocks for a failure the
+// transport reported, "stopped because rank R failed" for an abort another rank raised
+// (`failedRankPlusOne`: the group's first-failure word), else throwKernelFailure.
+[[noreturn]] void throwRankFailure(const ir::Algorithm& algorithm, int rank,
+                                   const KernelStatus& status, std::uint32_t failedRankPlusOne,
+                                   std::chrono::milliseconds timeout, std::string_view where,
+                                   std::string_view stopReason);
+
 }  // namespace chorus::device

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "api/comm_config.h"
 #include "cli.h"
 #include "collective_option.h"
-#include "device/host_executor.h"
 #include "ir/collective.h"
 #include "ir/formats.h"
 #include "runtime/collective_args.h"
@@ -66,7 +66,7 @@ ExitCode runRun(const RunArgs& args) {
     throw OptionError(fmt::format("unknown --op '{}'; use sum, prod, min, max or avg", args.op));
   const std::uint64_t bytes = parseSize(args.bytes);
   if (args.iterations < 1) throw OptionError("--iters must be at least 1");
-  device::registerDeviceExecutors();
+  api::registerExecutors();
   const std::string executor = runtime::requireExecutor(args.executor, "--executor").name;
 
   bool allCorrect = true;
