@@ -59,8 +59,12 @@ stage configure configure &&
   exit 1
 }
 
-# The whole GPU suite in one process (one CUDA context), then the host build's for comparison.
-stage gpu-tests "$build/tests/test_gpu" --gtest_brief=1
+# The GPU suite in one process (one CUDA context), but the tests that fork ranks: a child
+# cannot use CUDA once its parent has, so those run in a process that never touches it. Then
+# the host build's suite for comparison.
+forked='CudaExecutorProcesses.*'
+stage gpu-tests "$build/tests/test_gpu" --gtest_brief=1 --gtest_filter="-$forked"
+stage gpu-process-tests "$build/tests/test_gpu" --gtest_brief=1 --gtest_filter="$forked"
 stage host-build-tests "$build/tests/test_device" --gtest_brief=1
 
 # compute-sanitizer on a small case of each protocol: 3 ranks, ring AllReduce.
