@@ -264,7 +264,7 @@ void CudaExecutor::run(const ir::Algorithm& algorithm, const runtime::Collective
   checkBuffer(args.output, "output");
   const std::string where = fmt::format("GPU {}", device_);
   try {
-    PlanRank& p = plans_.get(options.planKey, [&] { return setUp(algorithm, options.timeout); });
+    PlanRank& p = plans_.get(algorithm, [&] { return setUp(algorithm, options.timeout); });
     if (p.failed)
       throw CommError(fmt::format("'{}' on {}: an earlier call of rank {} failed", algorithm.name,
                                   where, rank()));

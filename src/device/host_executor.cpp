@@ -28,7 +28,7 @@ void HostDeviceExecutor::run(const ir::Algorithm& algorithm, const runtime::Coll
     throw OptionError(fmt::format("plan '{}' is for {} ranks but the group has {}", algorithm.name,
                                   algorithm.nranks, connections().nranks()));
   try {
-    HostKernelRank& held = plans_.get(options.planKey, [&] {
+    HostKernelRank& held = plans_.get(algorithm, [&] {
       return std::make_unique<HostKernelRank>(
           algorithm, rank(),
           connectionExchange(connections(), fmt::format("executor '{}'", kName), options.timeout),

@@ -1,9 +1,11 @@
 // The per-plan state a device executor keeps between calls (device layer): a rank's mailbox,
-// FIFOs and uploaded plan for each of its most recently used plans. Contract that makes
-// dropping one safe: a plan's state is made at its first call, whose set-up swaps descriptors
-// with every peer (a barrier: no peer still runs an older call once every descriptor has
-// arrived), and every rank of a group makes the same calls, so every rank drops the same least
-// recently used plan at the same call, after that barrier.
+// FIFOs and uploaded plan for each of its most recently used plans, found by the plan's
+// content (not by call shape: calls of any count share a plan's mailboxes, and every rank finds
+// the same entries whatever objects its plan provider hands over). Contract that makes dropping
+// one safe: a plan's state is made at its first call, whose set-up swaps descriptors with every
+// peer (a barrier: no peer still runs an older call once every descriptor has arrived), and
+// every rank of a group makes the same calls, so every rank drops the same least recently used
+// plan at the same call, after that barrier.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +14,8 @@
 #include <memory>
 #include <vector>
 
+#include "ir/algorithm.h"
+
 namespace chorus::device {
 
 template <class PlanRank>
@@ -19,37 +23,39 @@ class PlanCache {
  public:
   static constexpr std::size_t kMaxPlans = 8;
 
-  // The state kept under `planKey`, else make()'s (a std::unique_ptr<PlanRank>), kept from now
-  // on. planKey 0 names a plan that is never called again under the same key: it gets a key of
-  // its own.
+  // The state kept for a plan equal to `algorithm`, else make()'s (a std::unique_ptr<PlanRank>),
+  // kept from now on. Costs one comparison of the plan when it is the one used last.
   template <class Make>
-  PlanRank& get(std::uint64_t planKey, Make&& make) {
-    const std::uint64_t key = planKey != 0 ? planKey : (std::uint64_t{1} << 63) | ++unnamedPlans_;
+  PlanRank& get(const ir::Algorithm& algorithm, Make&& make) {
     ++uses_;
-    for (Entry& held : entries_)
-      if (held.key == key) {
-        held.lastUse = uses_;
-        return *held.rank;
-      }
-    entries_.push_back({key, uses_, make()});
+    if (last_ < entries_.size() && entries_[last_].algorithm == algorithm) return use(last_);
+    for (std::size_t i = 0; i < entries_.size(); ++i)
+      if (i != last_ && entries_[i].algorithm == algorithm) return use(i);
+    entries_.push_back({algorithm, uses_, make()});
     while (entries_.size() > kMaxPlans)
       entries_.erase(
           std::min_element(entries_.begin(), entries_.end(),
                            [](const Entry& a, const Entry& b) { return a.lastUse < b.lastUse; }));
-    return *entries_.back().rank;
+    last_ = entries_.size() - 1;  // the newest is never the one dropped
+    return *entries_[last_].rank;
   }
 
   std::size_t size() const { return entries_.size(); }
 
  private:
   struct Entry {
-    std::uint64_t key = 0;
+    ir::Algorithm algorithm;
     std::uint64_t lastUse = 0;
     std::unique_ptr<PlanRank> rank;
   };
+  PlanRank& use(std::size_t i) {
+    entries_[i].lastUse = uses_;
+    last_ = i;
+    return *entries_[i].rank;
+  }
   std::vector<Entry> entries_;
+  std::size_t last_ = 0;
   std::uint64_t uses_ = 0;
-  std::uint64_t unnamedPlans_ = 0;
 };
 
 }  // namespace chorus::device

@@ -82,36 +82,72 @@ struct ThreadRanks {
 TEST(DeviceExecutor, KeepsPlansBetweenCallsAndDropsTheLeastRecentlyUsed) {
   const int n = 2;
   ThreadRanks ranks(n);
-  const ir::Algorithm ring =
-      testing_support::compileOnProtocol("allreduce.ring", n, ir::Protocol::simple);
+  // Twelve plans (one ring under twelve names), called 1..12 then 12..1: more plans than a
+  // rank keeps, each call exact; a plan is found by its content, not by the object passed.
+  std::vector<ir::Algorithm> plans;
+  for (int k = 1; k <= 12; ++k) {
+    plans.push_back(testing_support::compileOnProtocol("allreduce.ring", n, ir::Protocol::simple));
+    plans.back().name = "ring-" + std::to_string(k);
+  }
+  std::vector<std::size_t> order;
+  for (std::size_t k = 0; k < 12; ++k)
+    order.push_back(k);
+  for (std::size_t k = 12; k-- > 0;)
+    order.push_back(k);
   const std::size_t count = 4099;
-  // Keys 1..12, then 12..1: more plans than a rank keeps, each call exact.
-  std::vector<std::uint64_t> keys;
-  for (std::uint64_t k = 1; k <= 12; ++k)
-    keys.push_back(k);
-  for (std::uint64_t k = 12; k >= 1; --k)
-    keys.push_back(k);
-  std::vector<std::vector<std::int32_t>> data(n, std::vector<std::int32_t>(count));
   std::vector<std::string> failures(n);
+  std::vector<std::size_t> held(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
+      device::HostDeviceExecutor& executor = *ranks.executors[static_cast<std::size_t>(r)];
+      std::vector<std::int32_t> values(count);
       try {
-        for (std::size_t call = 0; call < keys.size(); ++call) {
-          auto& values = data[static_cast<std::size_t>(r)];
+        for (std::size_t call = 0; call < order.size(); ++call) {
           for (std::size_t i = 0; i < count; ++i)
             values[i] = static_cast<std::int32_t>(i % 17) + r + static_cast<int>(call);
           runtime::CallOptions options;
           options.timeout = 30s;
-          options.planKey = keys[call];
-          ranks.executors[static_cast<std::size_t>(r)]->run(
-              ring, {values.data(), values.data(), count, DataType::int32, ReduceOp::sum}, options);
+          const ir::Algorithm copy = plans[order[call]];  // another object, the same plan
+          executor.run(copy, {values.data(), values.data(), count, DataType::int32, ReduceOp::sum},
+                       options);
           for (std::size_t i = 0; i < count; ++i)
             if (values[i] != 2 * (static_cast<std::int32_t>(i % 17) + static_cast<int>(call)) + 1)
               throw CommError("call " + std::to_string(call) + " element " + std::to_string(i));
-          if (ranks.executors[static_cast<std::size_t>(r)]->plansHeld() >
-              device::HostDeviceExecutor::kMaxPlans)
+          if (executor.plansHeld() > device::HostDeviceExecutor::kMaxPlans)
             throw CommError("more plans held than kMaxPlans");
+        }
+        held[static_cast<std::size_t>(r)] = executor.plansHeld();
+      } catch (const std::exception& e) {
+        failures[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  for (std::thread& t : threads)
+    t.join();
+  EXPECT_EQ(failures, std::vector<std::string>(n));
+  EXPECT_EQ(held, std::vector<std::size_t>(n, device::HostDeviceExecutor::kMaxPlans));
+}
+
+TEST(DeviceExecutor, CallsOfAnyCountShareOnePlansMailboxes) {
+  const int n = 3;
+  ThreadRanks ranks(n);
+  const ir::Algorithm ring =
+      testing_support::compileOnProtocol("allreduce.ring", n, ir::Protocol::ll);
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(n);
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        for (std::size_t count = 1; count <= 40; ++count) {
+          std::vector<float> values(count, static_cast<float>(r + 1));
+          runtime::CallOptions options;
+          options.timeout = 30s;
+          options.planKey = count;  // a shape key per count, as the communicator passes
+          ranks.executors[static_cast<std::size_t>(r)]->run(
+              ring, {values.data(), values.data(), count, DataType::float32, ReduceOp::sum},
+              options);
+          for (float v : values)
+            if (v != 6.0f) throw CommError("count " + std::to_string(count) + " is wrong");
         }
       } catch (const std::exception& e) {
         failures[static_cast<std::size_t>(r)] = e.what();
@@ -120,7 +156,7 @@ TEST(DeviceExecutor, KeepsPlansBetweenCallsAndDropsTheLeastRecentlyUsed) {
   for (std::thread& t : threads)
     t.join();
   EXPECT_EQ(failures, std::vector<std::string>(n));
-  EXPECT_EQ(ranks.executors[0]->plansHeld(), device::HostDeviceExecutor::kMaxPlans);
+  EXPECT_EQ(ranks.executors[0]->plansHeld(), 1u);
 }
 
 TEST(DeviceExecutorErrors, APeerThatNeverCallsTimesOutTheSetUpNamingIt) {
