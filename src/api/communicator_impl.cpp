@@ -327,8 +327,7 @@ void Communicator::Impl::execute(const api::PreparedCollective& p, std::uint64_t
 }
 
 void* Communicator::Impl::spareBuffer(std::size_t bytes) {
-  if (spare_.size() < bytes) spare_.resize(bytes);
-  return spare_.data();
+  return executor_->spare(bytes);
 }
 
 void Communicator::Impl::requireHealthy(std::string_view call, bool askGroup) {

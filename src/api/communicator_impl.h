@@ -160,6 +160,7 @@ struct Communicator::Impl {
 
  private:
   void execute(const api::PreparedCollective& prepared, std::uint64_t sequence);
+  // The executor's stand-in for a buffer NCCL ignores (non-root sides).
   void* spareBuffer(std::size_t bytes);
   // Records the first failure (later ones are ignored).
   void setFailure(const std::string& message, api::FailureOrigin origin);
@@ -170,8 +171,7 @@ struct Communicator::Impl {
   std::unique_ptr<runtime::Executor> executor_;  // destroyed before the connections it uses
   std::shared_ptr<runtime::PlanProvider> plans_;
   const api::ResolvedConfig config_;
-  const bool traceCalls_;            // logEnabled(LogLevel::trace), read once
-  std::vector<std::uint8_t> spare_;  // stands in for buffers NCCL ignores (non-root sides)
+  const bool traceCalls_;  // logEnabled(LogLevel::trace), read once
   // prepare()'s memo of call shapes (bounded; cleared when full), used by the calling thread
   // only (one thread at a time issues calls). The few shapes used last come first, without a
   // map lookup: the small-call path (docs/performance.md).

@@ -236,6 +236,11 @@ std::unique_ptr<CudaExecutor::PlanRank> CudaExecutor::setUp(const ir::Algorithm&
   return p;
 }
 
+void* CudaExecutor::spare(std::size_t bytes) {
+  if (!spare_) spare_ = std::make_unique<DeviceBytes>();
+  return spare_->reserve(device_, bytes);
+}
+
 void CudaExecutor::checkBuffer(const void* buffer, const char* which) const {
   if (buffer == nullptr) return;
   cudaPointerAttributes attributes{};

@@ -19,6 +19,8 @@
 
 namespace chorus::cuda {
 
+class DeviceBytes;
+
 class CudaExecutor final : public runtime::Executor {
  public:
   static constexpr std::string_view kName = "cuda";
@@ -35,6 +37,9 @@ class CudaExecutor final : public runtime::Executor {
   void run(const ir::Algorithm& algorithm, const runtime::CollectiveArgs& args,
            const runtime::CallOptions& options) override;
 
+  // GPU memory of this rank's device.
+  void* spare(std::size_t bytes) override;
+
   int device() const { return device_; }
 
  private:
@@ -48,6 +53,7 @@ class CudaExecutor final : public runtime::Executor {
   cudaStream_t stream_ = nullptr;  // the calls' kernels and copies
   cudaStream_t watch_ = nullptr;   // the host's abort of a running kernel
   device::PlanCache<PlanRank> plans_;
+  std::unique_ptr<DeviceBytes> spare_;  // spare()'s
 };
 
 // Adds "cuda" to the executor table unless it is there. Thread-safe.

@@ -53,6 +53,11 @@ std::unique_ptr<Executor> makeExecutor(std::string_view name, int rank,
   return executor;
 }
 
+void* Executor::spare(std::size_t bytes) {
+  if (spare_.size() < bytes) spare_.resize(bytes);
+  return spare_.data();
+}
+
 void registerExecutor(ExecutorEntry entry) {
   if (!entry.name.empty() && !entry.make)
     throw OptionError(

@@ -68,6 +68,12 @@ class Executor {
   virtual void run(const ir::Algorithm& algorithm, const CollectiveArgs& args,
                    const CallOptions& options) = 0;
 
+  // At least `bytes` of memory this executor's calls take as a buffer, for the buffers NCCL
+  // lets a caller omit (Broadcast's input and Reduce's output off the root), which a plan may
+  // still use as staging space. Valid until the next spare() call. The default is host memory;
+  // an executor whose buffers live elsewhere (a GPU's) overrides it.
+  virtual void* spare(std::size_t bytes);
+
   int rank() const { return rank_; }
   transport::ConnectionSet& connections() const { return connections_; }
 
@@ -78,6 +84,7 @@ class Executor {
  private:
   const int rank_;
   transport::ConnectionSet& connections_;
+  std::vector<std::uint8_t> spare_;
 };
 
 using ExecutorFactory = std::function<std::unique_ptr<Executor>(

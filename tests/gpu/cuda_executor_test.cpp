@@ -1,5 +1,5 @@
 // Executor "cuda" (src/cuda/cuda_executor.h) behind the communicator, buffers in GPU memory:
-// every collective exact with ranks as threads of one process sharing the GPU (2, 3 and 8
+// five collectives exact with ranks as threads of one process sharing the GPU (2, 3 and 8
 // ranks) and as forked processes reaching each other's mailboxes through CUDA IPC handles; host
 // memory refused by name; a peer process that exits stops the others' kernels long before the
 // timeout. Skipped where no GPU is (CI); scripts/gpu_check.sh runs them on a lent GPU. The
@@ -66,9 +66,9 @@ std::int32_t valueOf(int rank, std::size_t i) {
   return static_cast<std::int32_t>((i * 7 + static_cast<std::size_t>(rank) * 13) % 101) - 50;
 }
 
-// AllReduce, AllGather, ReduceScatter and AllToAll of `count` on rank `rank` of `comm`, out of
+// AllReduce, AllGather, ReduceScatter, AllToAll and Broadcast of `count` on `comm`, out of
 // place, every element checked; "" or what was wrong.
-std::string fourCollectives(Communicator& comm, std::size_t count) {
+std::string collectivesExact(Communicator& comm, std::size_t count) {
   const int n = comm.size(), r = comm.rank();
   const std::size_t all = count * static_cast<std::size_t>(n);
   GpuInts in(all), out(all);
@@ -102,6 +102,11 @@ std::string fourCollectives(Communicator& comm, std::size_t count) {
     if (got[i] !=
         valueOf(static_cast<int>(i / count), static_cast<std::size_t>(r) * count + i % count))
       return "alltoall element " + std::to_string(i);
+  // Broadcast with no input off the root, as NCCL allows: the executor's spare is GPU memory.
+  comm.broadcast(r == 0 ? in.data() : nullptr, out.data(), count, DataType::int32, 0);
+  got = out.get();
+  for (std::size_t i = 0; i < count; ++i)
+    if (got[i] != valueOf(0, i)) return "broadcast element " + std::to_string(i);
   return "";
 }
 
@@ -128,7 +133,7 @@ TEST_P(CudaExecutor, RanksAsThreadsAreExact) {
     threads.emplace_back([&, r] {
       try {
         for (std::size_t count : {std::size_t{1}, std::size_t{1031}, std::size_t{1} << 20})
-          if (std::string wrong = fourCollectives(comms[static_cast<std::size_t>(r)], count);
+          if (std::string wrong = collectivesExact(comms[static_cast<std::size_t>(r)], count);
               !wrong.empty()) {
             failures[static_cast<std::size_t>(r)] = wrong;
             return;
@@ -162,7 +167,7 @@ TEST(CudaExecutorProcesses, RanksAsProcessesAreExact) {
     const auto codes = testing_support::runRanks(n, [n](int rank, const std::string& hex) {
       Communicator comm = Communicator::initRank(n, uniqueIdFromHex(hex), rank, onGpu());
       for (std::size_t count : {std::size_t{1}, std::size_t{1031}, std::size_t{1} << 20})
-        if (std::string wrong = fourCollectives(comm, count); !wrong.empty()) {
+        if (std::string wrong = collectivesExact(comm, count); !wrong.empty()) {
           std::fprintf(stderr, "rank %d: %s\n", rank, wrong.c_str());
           return kWrong;
         }
@@ -176,7 +181,7 @@ TEST(CudaExecutorProcesses, APeerThatExitsStopsTheKernel) {
   if (!driverPresent()) GTEST_SKIP() << "no NVIDIA driver";
   const auto codes = testing_support::runRanks(2, [](int rank, const std::string& hex) {
     Communicator comm = Communicator::initRank(2, uniqueIdFromHex(hex), rank, onGpu(60s));
-    if (!fourCollectives(comm, 64).empty()) return kWrong;
+    if (!collectivesExact(comm, 64).empty()) return kWrong;
     if (rank == 1) ::_exit(kOk);
     GpuInts data(64);
     const auto start = std::chrono::steady_clock::now();
