@@ -1,10 +1,8 @@
 #include "device/host_executor.h"
 
-#include <exception>
-#include <mutex>
-
 #include <fmt/format.h>
 
+#include "device/abort_on_failure.h"
 #include "support/error.h"
 
 namespace chorus::device {
@@ -27,7 +25,7 @@ void HostDeviceExecutor::run(const ir::Algorithm& algorithm, const runtime::Coll
   if (algorithm.nranks != connections().nranks())
     throw OptionError(fmt::format("plan '{}' is for {} ranks but the group has {}", algorithm.name,
                                   algorithm.nranks, connections().nranks()));
-  try {
+  abortGroupOnFailure(connections(), rank(), [&] {
     HostKernelRank& held = plans_.get(algorithm, [&] {
       return std::make_unique<HostKernelRank>(
           algorithm, rank(),
@@ -35,28 +33,18 @@ void HostDeviceExecutor::run(const ir::Algorithm& algorithm, const runtime::Coll
           sharing_);
     });
     held.run(args, options.timeout, [this] { return connections().abortReason(); });
-  } catch (const PlanError&) {
-    throw;  // every rank refuses the same plan before touching a peer
-  } catch (const std::exception& error) {
-    connections().abort(fmt::format("rank {} failed: {}", rank(), error.what()));
-    throw;
-  }
+  });
 }
 
 void registerDeviceExecutors() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    for (const runtime::ExecutorEntry* entry : runtime::listExecutors())
-      if (entry->name == HostDeviceExecutor::kName) return;
-    runtime::registerExecutor(
-        {std::string(HostDeviceExecutor::kName),
-         "the device interpreter's host build: the GPU runtime's kernels, FIFOs and protocols "
-         "with blocks as threads (ranks on one host)",
-         [](int rank, transport::ConnectionSet& connections,
-            const runtime::ExecutorConfig& config) -> std::unique_ptr<runtime::Executor> {
-           return std::make_unique<HostDeviceExecutor>(rank, connections, config);
-         }});
-  });
+  runtime::registerExecutorIfAbsent(
+      {std::string(HostDeviceExecutor::kName),
+       "the device interpreter's host build: the GPU runtime's kernels, FIFOs and protocols "
+       "with blocks as threads (ranks on one host)",
+       [](int rank, transport::ConnectionSet& connections,
+          const runtime::ExecutorConfig& config) -> std::unique_ptr<runtime::Executor> {
+         return std::make_unique<HostDeviceExecutor>(rank, connections, config);
+       }});
 }
 
 }  // namespace chorus::device

@@ -20,6 +20,7 @@
 #include "device/kernel_failure.h"
 #include "device/kernel_plan.h"
 #include "device/mailbox_layout.h"
+#include "device/mailbox_registry.h"
 #include "device/type_dispatch.h"
 #include "support/error.h"
 #include "transport/shm/shm_segment.h"
@@ -61,34 +62,9 @@ class HostCallMemory final : public CallMemory {
 
 namespace {
 
-// The heap mailboxes of this process's ranks by address, for peers that are threads. A peer
-// that maps one holds it, as a process holds a peer's /dev/shm segment or CUDA IPC mapping:
-// the receiver of a rank's last message acks it in that rank's mailbox, possibly after that
-// rank's call returned and it freed its state, so the memory lives until its last user lets go.
-class HeapMailboxes {
- public:
-  std::shared_ptr<host_rank_detail::AlignedBytes> make(std::size_t bytes, unsigned char** box) {
-    auto mailbox = std::make_shared<host_rank_detail::AlignedBytes>();
-    *box = mailbox->resize(bytes);
-    std::lock_guard lock(mutex_);
-    std::erase_if(byAddress_, [](const auto& entry) { return entry.second.expired(); });
-    byAddress_[reinterpret_cast<std::uintptr_t>(*box)] = mailbox;
-    return mailbox;
-  }
-  // The mailbox at `address`; null if it is gone.
-  std::shared_ptr<host_rank_detail::AlignedBytes> find(std::uintptr_t address) {
-    std::lock_guard lock(mutex_);
-    const auto it = byAddress_.find(address);
-    return it == byAddress_.end() ? nullptr : it->second.lock();
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::uintptr_t, std::weak_ptr<host_rank_detail::AlignedBytes>> byAddress_;
-};
-
-HeapMailboxes& heapMailboxes() {
-  static HeapMailboxes mailboxes;
+// The heap mailboxes of this process's ranks (thread peers; device/mailbox_registry.h).
+device::MailboxRegistry<host_rank_detail::AlignedBytes>& heapMailboxes() {
+  static device::MailboxRegistry<host_rank_detail::AlignedBytes> mailboxes;
   return mailboxes;
 }
 
@@ -165,8 +141,10 @@ HostKernelRank::HostKernelRank(const ir::Algorithm& algorithm, int rank,
   } ownName;
   std::string published;
   if (sharing == MailboxSharing::threads) {
-    unsigned char* box = nullptr;
-    s.heaps.push_back(heapMailboxes().make(bytes, &box));
+    auto mailbox = std::make_shared<host_rank_detail::AlignedBytes>();
+    unsigned char* box = mailbox->resize(bytes);
+    heapMailboxes().add(mailbox, box);
+    s.heaps.push_back(std::move(mailbox));
     published = fmt::format("ptr:{:x}", reinterpret_cast<std::uintptr_t>(box));
   } else {
     std::string name;

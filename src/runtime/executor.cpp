@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include <cstring>
 #include <deque>
 
 #include <fmt/format.h>
@@ -53,6 +54,12 @@ std::unique_ptr<Executor> makeExecutor(std::string_view name, int rank,
   return executor;
 }
 
+void Executor::waitForStream(void* /*stream*/) {}
+
+void Executor::copyBytes(void* dst, const void* src, std::size_t bytes) {
+  if (bytes > 0 && dst != src) std::memmove(dst, src, bytes);
+}
+
 void* Executor::spare(std::size_t bytes) {
   if (spare_.size() < bytes) spare_.resize(bytes);
   return spare_.data();
@@ -63,6 +70,13 @@ void registerExecutor(ExecutorEntry entry) {
     throw OptionError(
         fmt::format("registerExecutor: executor '{}' needs a factory (make)", entry.name));
   executorTable().add(std::move(entry), "registerExecutor");
+}
+
+bool registerExecutorIfAbsent(ExecutorEntry entry) {
+  if (!entry.make)
+    throw OptionError(
+        fmt::format("registerExecutorIfAbsent: executor '{}' needs a factory (make)", entry.name));
+  return executorTable().addIfAbsent(std::move(entry), "registerExecutorIfAbsent");
 }
 
 }  // namespace chorus::runtime

@@ -37,6 +37,9 @@ struct CallOptions {
   // Non-zero: names this plan for the executor's whole life, so what it derives from the plan
   // is kept between calls. 0: derive it every call.
   std::uint64_t planKey = 0;
+  // The caller's stream (a cudaStream_t) for an executor that takesStreams(): the call is
+  // queued on it and run() returns once it is. Null: run() returns when the call has finished.
+  void* stream = nullptr;
 };
 
 // How an executor is made. The knobs are the CPU interpreter's (ExecOptions); another executor
@@ -73,6 +76,19 @@ class Executor {
   // still use as staging space. Valid until the next spare() call. The default is host memory;
   // an executor whose buffers live elsewhere (a GPU's) overrides it.
   virtual void* spare(std::size_t bytes);
+
+  // Whether run() takes CallOptions::stream. The default executors finish every call before
+  // returning and take none.
+  virtual bool takesStreams() const { return false; }
+  // Waits until the calls this executor queued and the work queued on `stream` (null: none)
+  // have finished, before the host touches the buffers (point-to-point calls). Throws CommError
+  // if a queued call failed. The default has nothing queued.
+  virtual void waitForStream(void* stream);
+  // Copies `bytes` between buffers the executor's calls take and host memory, either way, for
+  // point-to-point calls; the ranges may overlap. The default is memmove.
+  virtual void copyBytes(void* dst, const void* src, std::size_t bytes);
+  // The failure of a call queued on a stream that nobody waited for; "" while there is none.
+  virtual std::string asyncError() const { return {}; }
 
   int rank() const { return rank_; }
   transport::ConnectionSet& connections() const { return connections_; }
@@ -113,5 +129,8 @@ std::unique_ptr<Executor> makeExecutor(std::string_view name, int rank,
 // Adds an executor (tests, plug-ins). OptionError if the name is empty or taken or it has no
 // factory. Thread-safe; entries are never removed.
 void registerExecutor(ExecutorEntry entry);
+// registerExecutor() unless an executor has the name already (a layer adding its own executors
+// whenever a communicator is made); true if it was added.
+bool registerExecutorIfAbsent(ExecutorEntry entry);
 
 }  // namespace chorus::runtime

@@ -52,6 +52,17 @@ class NamedTable {
     entries_.push_back(std::move(entry));
   }
 
+  // Appends `entry` unless an entry has its name; true if it was appended. OptionError as add()
+  // for an empty name.
+  bool addIfAbsent(Entry entry, std::string_view caller) {
+    if (entry.name.empty())
+      throw OptionError(fmt::format("{}: the {} needs a name", caller, kind_));
+    std::lock_guard lock(mutex_);
+    if (findLocked(entry.name) != nullptr) return false;
+    entries_.push_back(std::move(entry));
+    return true;
+  }
+
  private:
   const Entry* findLocked(std::string_view name) const {
     for (const Entry& entry : entries_)

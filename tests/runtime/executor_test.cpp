@@ -100,6 +100,17 @@ TEST(Executor, RegistrationRejectsTakenNamesAndMissingFactories) {
   EXPECT_THROW(runtime::requireExecutor("executor-test-none"), OptionError);
 }
 
+TEST(Executor, RegisterIfAbsentKeepsTheFirstEntry) {
+  const auto make = runtime::requireExecutor("cpu").make;
+  runtime::registerExecutorIfAbsent({"executor-test-once", "first", make});  // false on repeats
+  EXPECT_FALSE(runtime::registerExecutorIfAbsent({"executor-test-once", "second", make}));
+  EXPECT_EQ(runtime::requireExecutor("executor-test-once").description, "first");
+  EXPECT_FALSE(runtime::registerExecutorIfAbsent({"cpu", "again", make}));
+  EXPECT_THROW(runtime::registerExecutorIfAbsent({"", "nameless", make}), OptionError);
+  EXPECT_THROW(runtime::registerExecutorIfAbsent({"executor-test-void", "no factory", nullptr}),
+               OptionError);
+}
+
 // The CPU executor runs every rank's part of a ring AllReduce over a thread group.
 TEST(Executor, CpuExecutorRunsAPlanAndKeepsPlanFactsBetweenCalls) {
   const ir::Algorithm a = compileForTest("allreduce.ring", 3);
