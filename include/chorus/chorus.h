@@ -69,6 +69,11 @@ struct PlanInfo {
   std::string source;     // "built-in default", "CHORUS_ALGO", "CHORUS_ALGO_DIR", "tuned ..."
 };
 
+// A CUDA stream (a cudaStream_t) for a call on executor "cuda": the call is queued on it and
+// returns once queued, as NCCL's do. nullptr: the call has finished when it returns (the only
+// choice on the other executors, which throw OptionError for a stream).
+using Stream = void*;
+
 class Communicator {
  public:
   // Collective over the `nranks` processes that pass the same id; each passes its own rank.
@@ -99,14 +104,18 @@ class Communicator {
   // recvbuf may be null except on the root. Throws OptionError for bad arguments (the
   // communicator stays usable) and TimeoutError/CommError once the call has started (the
   // communicator and its peers have then failed).
-  void allReduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType type, ReduceOp op);
-  void allGather(const void* sendbuf, void* recvbuf, std::size_t sendcount, DataType type);
+  void allReduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType type, ReduceOp op,
+                 Stream stream = nullptr);
+  void allGather(const void* sendbuf, void* recvbuf, std::size_t sendcount, DataType type,
+                 Stream stream = nullptr);
   void reduceScatter(const void* sendbuf, void* recvbuf, std::size_t recvcount, DataType type,
-                     ReduceOp op);
-  void allToAll(const void* sendbuf, void* recvbuf, std::size_t count, DataType type);
-  void broadcast(const void* sendbuf, void* recvbuf, std::size_t count, DataType type, int root);
+                     ReduceOp op, Stream stream = nullptr);
+  void allToAll(const void* sendbuf, void* recvbuf, std::size_t count, DataType type,
+                Stream stream = nullptr);
+  void broadcast(const void* sendbuf, void* recvbuf, std::size_t count, DataType type, int root,
+                 Stream stream = nullptr);
   void reduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType type, ReduceOp op,
-              int root);
+              int root, Stream stream = nullptr);
 
   // Point-to-point. Outside a group a recv blocks until its message has arrived and a send
   // until its data is in the connection's FIFO (a small send may return before the peer's recv
@@ -114,8 +123,10 @@ class Communicator {
   // deadlock). Messages between two ranks match in issue order and must agree in count and
   // datatype (else CommError naming both). A send to the own rank needs a recv from it in the
   // same group.
-  void send(const void* buf, std::size_t count, DataType type, int peer);
-  void recv(void* buf, std::size_t count, DataType type, int peer);
+  // With a stream (executor "cuda") they run on the host when called: they first wait for the
+  // stream's earlier work, then move the data through host memory, and return when done.
+  void send(const void* buf, std::size_t count, DataType type, int peer, Stream stream = nullptr);
+  void recv(void* buf, std::size_t count, DataType type, int peer, Stream stream = nullptr);
 
   // Fails this communicator and every peer's pending and later calls with `reason`.
   void abort(std::string_view reason = "aborted by the application");
@@ -142,6 +153,9 @@ class Communicator {
 // exactly a pointer memAlloc returned (nullptr is ignored), once, with no call using it. The
 // memory is a shared mapping: a child forked after memAlloc shares it with its parent (heap
 // memory would be copied on write).
+// Where chorus is built with CUDA and CHORUS_EXECUTOR is "cuda", memAlloc returns zero-filled
+// device memory of the calling thread's current GPU instead, which peers can map (CUDA IPC), as
+// ncclMemAlloc does; memFree frees either kind.
 void* memAlloc(std::size_t bytes);
 void memFree(void* ptr);
 

@@ -1,6 +1,8 @@
-/* chorus C ABI, shaped like NCCL's so that porting is a prefix change (nccl -> chorus). Buffers
- * are host memory; the stream argument is accepted for source compatibility and must be NULL:
- * every call has finished when it returns. Each function returns a chorusResult_t;
+/* chorus C ABI, shaped like NCCL's so that porting is a prefix change (nccl -> chorus). On the
+ * default executors buffers are host memory and the stream must be NULL: every call has
+ * finished when it returns. On executor "cuda" (CHORUS_EXECUTOR=cuda) buffers are GPU memory
+ * and a stream (a cudaStream_t) queues the call on it, as NCCL does; NULL still waits for the
+ * call (docs/gpu.md). Each function returns a chorusResult_t;
  * chorusGetLastError(comm) gives the message of the last failure on that communicator (or of
  * the last failure on this thread when comm is NULL). */
 #ifndef CHORUS_C_H_
@@ -18,7 +20,7 @@ extern "C" {
 #define CHORUS_VERSION_CODE (CHORUS_MAJOR * 10000 + CHORUS_MINOR * 100 + CHORUS_PATCH)
 
 typedef struct chorusComm* chorusComm_t;
-typedef void* chorusStream_t; /* accepted for NCCL compatibility; pass NULL */
+typedef void* chorusStream_t; /* a cudaStream_t on executor "cuda"; else NULL */
 
 #define CHORUS_UNIQUE_ID_BYTES 128
 typedef struct {
@@ -118,7 +120,8 @@ chorusResult_t chorusSend(const void* sendbuff, size_t count, chorusDataType_t d
 chorusResult_t chorusRecv(void* recvbuff, size_t count, chorusDataType_t datatype, int peer,
                           chorusComm_t comm, chorusStream_t stream);
 /* As ncclMemAlloc/ncclMemFree: host memory that the ranks on this host can map (see
- * chorus::memAlloc in chorus.h); faster collective buffers on shm. */
+ * chorus::memAlloc in chorus.h); faster collective buffers on shm. With CHORUS_EXECUTOR=cuda
+ * (chorus built with CUDA): device memory of the current GPU that peers can map. */
 chorusResult_t chorusMemAlloc(void** ptr, size_t size);
 chorusResult_t chorusMemFree(void* ptr);
 chorusResult_t chorusGroupStart(void);

@@ -146,12 +146,9 @@ std::optional<chorus::ReduceOp> reduceOpOf(chorusRedOp_t op) {
 }
 
 // Checks what every communication call shares; returns chorusSuccess or the failure it recorded.
-chorusResult_t checkCall(const char* name, chorusComm_t comm, chorusStream_t stream) {
+// (A stream is checked by the communicator: only executor "cuda" takes one.)
+chorusResult_t checkCall(const char* name, chorusComm_t comm) {
   if (comm == nullptr) return invalid(nullptr, fmt::format("{}: comm is NULL", name));
-  if (stream != nullptr)
-    return invalid(comm, fmt::format("{}: stream must be NULL: chorus works on host buffers and "
-                                     "every call has finished when it returns",
-                                     name));
   return chorusSuccess;
 }
 
@@ -300,80 +297,80 @@ chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank) {
 chorusResult_t chorusAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                chorusDataType_t datatype, chorusRedOp_t op, chorusComm_t comm,
                                chorusStream_t stream) {
-  if (auto r = checkCall("chorusAllReduce", comm, stream)) return r;
+  if (auto r = checkCall("chorusAllReduce", comm)) return r;
   return guard(comm, Phase::call, [&] {
     const chorus::DataType type = convertType("chorusAllReduce", datatype);
     const chorus::ReduceOp reduceOp = convertOp("chorusAllReduce", op);
-    comm->comm.allReduce(sendbuff, recvbuff, count, type, reduceOp);
+    comm->comm.allReduce(sendbuff, recvbuff, count, type, reduceOp, stream);
   });
 }
 
 chorusResult_t chorusBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                chorusDataType_t datatype, int root, chorusComm_t comm,
                                chorusStream_t stream) {
-  if (auto r = checkCall("chorusBroadcast", comm, stream)) return r;
+  if (auto r = checkCall("chorusBroadcast", comm)) return r;
   return guard(comm, Phase::call, [&] {
     const chorus::DataType type = convertType("chorusBroadcast", datatype);
-    comm->comm.broadcast(sendbuff, recvbuff, count, type, root);
+    comm->comm.broadcast(sendbuff, recvbuff, count, type, root, stream);
   });
 }
 
 chorusResult_t chorusReduce(const void* sendbuff, void* recvbuff, size_t count,
                             chorusDataType_t datatype, chorusRedOp_t op, int root,
                             chorusComm_t comm, chorusStream_t stream) {
-  if (auto r = checkCall("chorusReduce", comm, stream)) return r;
+  if (auto r = checkCall("chorusReduce", comm)) return r;
   return guard(comm, Phase::call, [&] {
     const chorus::DataType type = convertType("chorusReduce", datatype);
     const chorus::ReduceOp reduceOp = convertOp("chorusReduce", op);
-    comm->comm.reduce(sendbuff, recvbuff, count, type, reduceOp, root);
+    comm->comm.reduce(sendbuff, recvbuff, count, type, reduceOp, root, stream);
   });
 }
 
 chorusResult_t chorusAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                chorusDataType_t datatype, chorusComm_t comm,
                                chorusStream_t stream) {
-  if (auto r = checkCall("chorusAllGather", comm, stream)) return r;
+  if (auto r = checkCall("chorusAllGather", comm)) return r;
   return guard(comm, Phase::call, [&] {
     const chorus::DataType type = convertType("chorusAllGather", datatype);
-    comm->comm.allGather(sendbuff, recvbuff, sendcount, type);
+    comm->comm.allGather(sendbuff, recvbuff, sendcount, type, stream);
   });
 }
 
 chorusResult_t chorusReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                    chorusDataType_t datatype, chorusRedOp_t op, chorusComm_t comm,
                                    chorusStream_t stream) {
-  if (auto r = checkCall("chorusReduceScatter", comm, stream)) return r;
+  if (auto r = checkCall("chorusReduceScatter", comm)) return r;
   return guard(comm, Phase::call, [&] {
     const chorus::DataType type = convertType("chorusReduceScatter", datatype);
     const chorus::ReduceOp reduceOp = convertOp("chorusReduceScatter", op);
-    comm->comm.reduceScatter(sendbuff, recvbuff, recvcount, type, reduceOp);
+    comm->comm.reduceScatter(sendbuff, recvbuff, recvcount, type, reduceOp, stream);
   });
 }
 
 chorusResult_t chorusAllToAll(const void* sendbuff, void* recvbuff, size_t count,
                               chorusDataType_t datatype, chorusComm_t comm, chorusStream_t stream) {
-  if (auto r = checkCall("chorusAllToAll", comm, stream)) return r;
+  if (auto r = checkCall("chorusAllToAll", comm)) return r;
   return guard(comm, Phase::call, [&] {
     const chorus::DataType type = convertType("chorusAllToAll", datatype);
-    comm->comm.allToAll(sendbuff, recvbuff, count, type);
+    comm->comm.allToAll(sendbuff, recvbuff, count, type, stream);
   });
 }
 
 chorusResult_t chorusSend(const void* sendbuff, size_t count, chorusDataType_t datatype, int peer,
                           chorusComm_t comm, chorusStream_t stream) {
-  if (auto r = checkCall("chorusSend", comm, stream)) return r;
+  if (auto r = checkCall("chorusSend", comm)) return r;
   return guard(comm, Phase::call, [&] {
     const chorus::DataType type = convertType("chorusSend", datatype);
-    comm->comm.send(sendbuff, count, type, peer);
+    comm->comm.send(sendbuff, count, type, peer, stream);
   });
 }
 
 chorusResult_t chorusRecv(void* recvbuff, size_t count, chorusDataType_t datatype, int peer,
                           chorusComm_t comm, chorusStream_t stream) {
-  if (auto r = checkCall("chorusRecv", comm, stream)) return r;
+  if (auto r = checkCall("chorusRecv", comm)) return r;
   return guard(comm, Phase::call, [&] {
     const chorus::DataType type = convertType("chorusRecv", datatype);
-    comm->comm.recv(recvbuff, count, type, peer);
+    comm->comm.recv(recvbuff, count, type, peer, stream);
   });
 }
 

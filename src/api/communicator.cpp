@@ -44,45 +44,48 @@ int Communicator::size() const {
 }
 
 void Communicator::allReduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType type,
-                             ReduceOp op) {
+                             ReduceOp op, Stream stream) {
   submit(Impl::of(*this),
-         {ir::CollectiveKind::allreduce, sendbuf, recvbuf, count, type, op, /*root=*/0});
+         {ir::CollectiveKind::allreduce, sendbuf, recvbuf, count, type, op, /*root=*/0, stream});
 }
 
 void Communicator::allGather(const void* sendbuf, void* recvbuf, std::size_t sendcount,
-                             DataType type) {
+                             DataType type, Stream stream) {
   submit(Impl::of(*this), {ir::CollectiveKind::allgather, sendbuf, recvbuf, sendcount, type,
-                           ReduceOp::sum, /*root=*/0});
+                           ReduceOp::sum, /*root=*/0, stream});
 }
 
 void Communicator::reduceScatter(const void* sendbuf, void* recvbuf, std::size_t recvcount,
-                                 DataType type, ReduceOp op) {
-  submit(Impl::of(*this),
-         {ir::CollectiveKind::reducescatter, sendbuf, recvbuf, recvcount, type, op, /*root=*/0});
+                                 DataType type, ReduceOp op, Stream stream) {
+  submit(Impl::of(*this), {ir::CollectiveKind::reducescatter, sendbuf, recvbuf, recvcount, type, op,
+                           /*root=*/0, stream});
 }
 
-void Communicator::allToAll(const void* sendbuf, void* recvbuf, std::size_t count, DataType type) {
-  submit(Impl::of(*this),
-         {ir::CollectiveKind::alltoall, sendbuf, recvbuf, count, type, ReduceOp::sum, /*root=*/0});
+void Communicator::allToAll(const void* sendbuf, void* recvbuf, std::size_t count, DataType type,
+                            Stream stream) {
+  submit(Impl::of(*this), {ir::CollectiveKind::alltoall, sendbuf, recvbuf, count, type,
+                           ReduceOp::sum, /*root=*/0, stream});
 }
 
 void Communicator::broadcast(const void* sendbuf, void* recvbuf, std::size_t count, DataType type,
-                             int root) {
-  submit(Impl::of(*this),
-         {ir::CollectiveKind::broadcast, sendbuf, recvbuf, count, type, ReduceOp::sum, root});
+                             int root, Stream stream) {
+  submit(Impl::of(*this), {ir::CollectiveKind::broadcast, sendbuf, recvbuf, count, type,
+                           ReduceOp::sum, root, stream});
 }
 
 void Communicator::reduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType type,
-                          ReduceOp op, int root) {
-  submit(Impl::of(*this), {ir::CollectiveKind::reduce, sendbuf, recvbuf, count, type, op, root});
+                          ReduceOp op, int root, Stream stream) {
+  submit(Impl::of(*this),
+         {ir::CollectiveKind::reduce, sendbuf, recvbuf, count, type, op, root, stream});
 }
 
-void Communicator::send(const void* buf, std::size_t count, DataType type, int peer) {
-  submit(Impl::of(*this), api::P2pCall{true, buf, nullptr, count, type, peer});
+void Communicator::send(const void* buf, std::size_t count, DataType type, int peer,
+                        Stream stream) {
+  submit(Impl::of(*this), api::P2pCall{true, buf, nullptr, count, type, peer, stream});
 }
 
-void Communicator::recv(void* buf, std::size_t count, DataType type, int peer) {
-  submit(Impl::of(*this), api::P2pCall{false, nullptr, buf, count, type, peer});
+void Communicator::recv(void* buf, std::size_t count, DataType type, int peer, Stream stream) {
+  submit(Impl::of(*this), api::P2pCall{false, nullptr, buf, count, type, peer, stream});
 }
 
 void Communicator::abort(std::string_view reason) {

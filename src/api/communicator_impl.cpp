@@ -149,7 +149,7 @@ api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& c
                                   ir::collectiveName(call.kind), static_cast<int>(call.type)));
   PreparedCollective p({call.kind, call.sendbuf, call.recvbuf, call.count, call.type,
                         reduces(call.kind) ? call.op : ReduceOp::sum,
-                        rooted(call.kind) ? call.root : 0});
+                        rooted(call.kind) ? call.root : 0, call.stream});
   const bool inPlace = isInPlace(call, rank_);
   const api::ShapeKey key{
       static_cast<int>(call.kind), inPlace,    call.count, static_cast<int>(call.type),
@@ -161,6 +161,7 @@ api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& c
     }
   if (p.shape == nullptr) checkShape(call);
   checkBuffers(p.call);
+  checkStream(call.stream, ir::collectiveName(call.kind));
   requireHealthy(call.kind, false);
   if (p.shape != nullptr) return p;
 
@@ -323,7 +324,16 @@ void Communicator::Impl::execute(const api::PreparedCollective& p, std::uint64_t
   options.hasLabelSequence = true;
   options.callTag = tagOf(p, sequence);
   options.planKey = p.shape->planKey;
+  options.stream = c.stream;
   executor_->run(a, args, options);
+}
+
+void Communicator::Impl::failStream(std::string_view call) const {
+  throw OptionError(fmt::format(
+      "rank {}: {}: a stream was passed, but executor '{}' runs calls on host memory and "
+      "finishes each before returning; pass a null stream, or create the communicator with "
+      "executor 'cuda' (CHORUS_EXECUTOR=cuda) for device buffers on a stream",
+      rank_, call, executor_->name()));
 }
 
 void* Communicator::Impl::spareBuffer(std::size_t bytes) {
@@ -400,6 +410,8 @@ api::FailureOrigin Communicator::Impl::failureOrigin() const {
     std::lock_guard lock(stateMutex_);
     if (origin_ != api::FailureOrigin::none) return origin_;
   }
+  // A call queued on a stream that failed here, noticed by the executor after it returned.
+  if (!executor_->asyncError().empty()) return api::FailureOrigin::local;
   return transport_.connections->abortReason().empty() ? api::FailureOrigin::none
                                                        : api::FailureOrigin::remote;
 }

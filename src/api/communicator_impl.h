@@ -31,6 +31,7 @@ struct CollectiveCall {
   DataType type = DataType::float32;
   ReduceOp op = ReduceOp::sum;
   int root = 0;
+  Stream stream = nullptr;  // only for an executor that takesStreams()
 };
 
 // What every call of one shape (collective, count, type, op, root, in-place) resolves to: its
@@ -74,6 +75,7 @@ struct P2pCall {
   std::size_t count = 0;
   DataType type = DataType::float32;
   int peer = 0;
+  Stream stream = nullptr;  // only for an executor that takesStreams()
 };
 
 // Who caused a communicator's failure, for the C ABI's result codes.
@@ -123,6 +125,10 @@ struct Communicator::Impl {
   void checkShape(const api::CollectiveCall& call) const;
   // OptionError for a null buffer the call needs.
   void checkBuffers(const api::CollectiveCall& call) const;
+  // OptionError for a stream when the executor takes none; `call` names the call.
+  void checkStream(Stream stream, std::string_view call) const {
+    if (stream != nullptr && !executor_->takesStreams()) failStream(call);
+  }
   // Makes `prepared` own its shape, so it may run after later prepare() calls (groups).
   void retain(api::PreparedCollective& prepared) const;
   // Runs a prepared call: takes the next sequence number, publishes the call and executes the
@@ -160,6 +166,7 @@ struct Communicator::Impl {
 
  private:
   void execute(const api::PreparedCollective& prepared, std::uint64_t sequence);
+  [[noreturn]] void failStream(std::string_view call) const;
   // The executor's stand-in for a buffer NCCL ignores (non-root sides).
   void* spareBuffer(std::size_t bytes);
   // Records the first failure (later ones are ignored).

@@ -78,9 +78,12 @@ struct Lane {
 
 class P2pBatch {
  public:
-  P2pBatch(transport::ConnectionSet& connections, std::chrono::milliseconds timeout,
-           std::vector<std::uint64_t>& sendSequence, std::vector<std::uint64_t>& recvSequence)
+  // `executor` copies between the callers' buffers and host memory (device buffers).
+  P2pBatch(transport::ConnectionSet& connections, runtime::Executor& executor,
+           std::chrono::milliseconds timeout, std::vector<std::uint64_t>& sendSequence,
+           std::vector<std::uint64_t>& recvSequence)
       : connections_(connections),
+        executor_(executor),
         rank_(connections.rank()),
         timeout_(timeout),
         sendSequence_(sendSequence),
@@ -114,7 +117,7 @@ class P2pBatch {
             "{}); a send and its recv must have the same count and datatype",
             rank_, s.count, runtime::dataTypeName(s.type), r.count, runtime::dataTypeName(r.type)));
       const std::size_t bytes = s.count * runtime::dataTypeSize(s.type);
-      if (bytes > 0 && r.recvbuf != s.sendbuf) std::memmove(r.recvbuf, s.sendbuf, bytes);
+      if (bytes > 0 && r.recvbuf != s.sendbuf) executor_.copyBytes(r.recvbuf, s.sendbuf, bytes);
     }
   }
 
@@ -210,7 +213,7 @@ class P2pBatch {
         std::memcpy(slot, &h, sizeof(h));
         header = kHeaderBytes;
       }
-      if (length > 0) std::memcpy(slot + header, src + offset, length);
+      if (length > 0) executor_.copyBytes(slot + header, src + offset, length);
       t.fifo->commitSend(header + length, t.tag);
       ++t.done;
       progressed = true;
@@ -227,7 +230,7 @@ class P2pBatch {
       const auto [offset, length] = pieceRange(t, t.done);
       const std::size_t header = t.done == 0 ? kHeaderBytes : 0;
       if (slot.tag != t.tag || slot.bytes != header + length) failMismatch(t, slot);
-      if (length > 0) std::memcpy(dst + offset, slot.data + header, length);
+      if (length > 0) executor_.copyBytes(dst + offset, slot.data + header, length);
       t.fifo->releaseRecv();
       ++t.done;
       progressed = true;
@@ -279,6 +282,7 @@ class P2pBatch {
   }
 
   transport::ConnectionSet& connections_;
+  runtime::Executor& executor_;
   const int rank_;
   const std::chrono::milliseconds timeout_;
   std::vector<std::uint64_t>& sendSequence_;
@@ -300,6 +304,7 @@ void Communicator::Impl::checkP2p(const api::P2pCall& call) const {
   if (call.count > std::numeric_limits<std::size_t>::max() / 2 / runtime::dataTypeSize(call.type))
     throw OptionError(fmt::format("rank {}: {}: count {} of {} overflows the address space", rank_,
                                   name, call.count, runtime::dataTypeName(call.type)));
+  checkStream(call.stream, name);
   if (call.count > 0 && (call.isSend ? call.sendbuf == nullptr : call.recvbuf == nullptr))
     throw OptionError(
         fmt::format("rank {}: {}: the buffer is null but count is {}; pass a buffer "
@@ -310,7 +315,14 @@ void Communicator::Impl::checkP2p(const api::P2pCall& call) const {
 void Communicator::Impl::runP2p(std::span<const api::P2pCall> calls) {
   requireHealthy(calls.size() == 1 ? (calls[0].isSend ? "send" : "recv") : "send/recv");
   try {
-    P2pBatch(connections(), config_.timeout, sendSequence_, recvSequence_).run(calls);
+    // The host moves the data: the work queued before the calls must have finished.
+    executor_->waitForStream(nullptr);
+    for (std::size_t i = 0; i < calls.size(); ++i)
+      if (calls[i].stream != nullptr &&
+          std::none_of(calls.begin(), calls.begin() + static_cast<std::ptrdiff_t>(i),
+                       [&](const api::P2pCall& c) { return c.stream == calls[i].stream; }))
+        executor_->waitForStream(calls[i].stream);
+    P2pBatch(connections(), *executor_, config_.timeout, sendSequence_, recvSequence_).run(calls);
   } catch (const std::exception& e) {
     recordFailure(e);
     throw;

@@ -2,20 +2,20 @@
 
 #include <chrono>
 #include <cstdio>
-#include <map>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "cuda/call_watcher.h"
 #include "cuda/cuda_group.h"
 #include "cuda/cuda_memory.h"
 #include "cuda/kernel_launch.h"
+#include "device/abort_on_failure.h"
 #include "device/kernel_failure.h"
 #include "device/kernel_plan.h"
 #include "device/mailbox_layout.h"
+#include "device/mailbox_registry.h"
 #include "device/peer_exchange.h"
 #include "support/error.h"
 
@@ -27,32 +27,9 @@ namespace {
 constexpr std::size_t kSlotBytes = std::size_t{512} << 10;
 constexpr std::uint32_t kSlots = 8;
 
-// The device mailboxes of this process's ranks by address. A peer thread that maps one holds
-// it, as another process holds an IPC mapping: the receiver of a rank's last message acks it in
-// that rank's mailbox, possibly after that rank's call returned.
-class DeviceMailboxes {
- public:
-  std::shared_ptr<DeviceBytes> make(int device, std::size_t bytes) {
-    auto mailbox = std::make_shared<DeviceBytes>();
-    unsigned char* box = mailbox->reserve(device, bytes);
-    std::lock_guard lock(mutex_);
-    std::erase_if(byAddress_, [](const auto& entry) { return entry.second.expired(); });
-    byAddress_[reinterpret_cast<std::uintptr_t>(box)] = mailbox;
-    return mailbox;
-  }
-  std::shared_ptr<DeviceBytes> find(std::uintptr_t address) {
-    std::lock_guard lock(mutex_);
-    const auto it = byAddress_.find(address);
-    return it == byAddress_.end() ? nullptr : it->second.lock();
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::uintptr_t, std::weak_ptr<DeviceBytes>> byAddress_;
-};
-
-DeviceMailboxes& deviceMailboxes() {
-  static DeviceMailboxes mailboxes;
+// The device mailboxes of this process's ranks (thread peers; device/mailbox_registry.h).
+device::MailboxRegistry<DeviceBytes>& deviceMailboxes() {
+  static device::MailboxRegistry<DeviceBytes> mailboxes;
   return mailboxes;
 }
 
@@ -91,7 +68,7 @@ struct CudaExecutor::PlanRank {
   int residentBlocks = -1;  // for the last (type, op) asked
   DataType residentType = DataType::float32;
   ReduceOp residentOp = ReduceOp::sum;
-  bool failed = false;
+  std::atomic<bool> failed{false};  // set by whoever polls the calls
 
   PlanRank() = default;
   PlanRank(const PlanRank&) = delete;
@@ -124,6 +101,8 @@ CudaExecutor::CudaExecutor(int rank, transport::ConnectionSet& connections,
   check(cudaGetDevice(&device_), "cudaGetDevice");
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   check(cudaStreamCreateWithFlags(&watch_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
+  watcher_ = std::make_unique<CallWatcher>(device_, rank, connections);
 }
 
 CudaExecutor::~CudaExecutor() {
@@ -133,8 +112,10 @@ CudaExecutor::~CudaExecutor() {
     return d;
   }();
   cudaSetDevice(device_);
+  watcher_.reset();  // waits for the calls still queued
   cudaStreamSynchronize(stream_);
   plans_ = {};
+  cudaEventDestroy(ready_);
   cudaStreamDestroy(stream_);
   cudaStreamDestroy(watch_);
   cudaSetDevice(current);
@@ -149,7 +130,8 @@ std::unique_ptr<CudaExecutor::PlanRank> CudaExecutor::setUp(const ir::Algorithm&
   p->wiring = device::wireGroup(algorithm);
   p->layout = device::layoutMailboxes(algorithm, p->wiring, kSlots, kSlotBytes);
   const std::size_t bytes = p->layout.mailboxBytes[static_cast<std::size_t>(rank())];
-  p->mailbox = deviceMailboxes().make(device_, bytes);
+  p->mailbox = std::make_shared<DeviceBytes>();
+  deviceMailboxes().add(p->mailbox, p->mailbox->reserve(device_, bytes));
   check(cudaMemset(p->mailbox->data(), 0, bytes), "cudaMemset of the mailbox");
   upload(p->blocks, device_, p->plan.blocks);
   upload(p->steps, device_, p->plan.steps);
@@ -238,6 +220,7 @@ std::unique_ptr<CudaExecutor::PlanRank> CudaExecutor::setUp(const ir::Algorithm&
 
 void* CudaExecutor::spare(std::size_t bytes) {
   if (!spare_) spare_ = std::make_unique<DeviceBytes>();
+  if (!spare_->fits(bytes)) watcher_->waitAll();  // queued calls may still use the old one
   return spare_->reserve(device_, bytes);
 }
 
@@ -267,12 +250,16 @@ void CudaExecutor::run(const ir::Algorithm& algorithm, const runtime::Collective
   check(cudaSetDevice(device_), "cudaSetDevice");
   checkBuffer(args.input, "input");
   checkBuffer(args.output, "output");
-  const std::string where = fmt::format("GPU {}", device_);
-  try {
-    PlanRank& p = plans_.get(algorithm, [&] { return setUp(algorithm, options.timeout); });
+  device::abortGroupOnFailure(connections(), rank(), [&] {
+    requireNoAsyncError();
+    // A plan's set-up may drop the least recently used plan: no call of it may still run.
+    PlanRank& p = plans_.get(algorithm, [&] {
+      watcher_->waitAll();
+      return setUp(algorithm, options.timeout);
+    });
     if (p.failed)
-      throw CommError(fmt::format("'{}' on {}: an earlier call of rank {} failed", algorithm.name,
-                                  where, rank()));
+      throw CommError(fmt::format("'{}' on GPU {}: an earlier call of rank {} failed",
+                                  algorithm.name, device_, rank()));
     if (p.residentBlocks < 0 || p.residentType != args.type || p.residentOp != args.op) {
       check(residentBlocks(args.type, args.op, device_, &p.residentBlocks),
             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
@@ -284,86 +271,125 @@ void CudaExecutor::run(const ir::Algorithm& algorithm, const runtime::Collective
           "'{}' needs {} blocks of rank {} running at once on GPU {}, which holds {} of the "
           "interpreter's: use a plan with fewer threadblocks",
           algorithm.name, p.plan.blocks.size(), rank(), device_, p.residentBlocks));
-    const std::size_t elemSize = runtime::dataTypeSize(args.type);
-    const device::KernelGeometry geometry =
-        device::kernelGeometry(algorithm, args.count, elemSize, kSlotBytes);
-    check(cudaMemsetAsync(p.completed.data(), 0, p.plan.blocks.size() * sizeof(std::uint64_t),
-                          stream_),
-          "cudaMemsetAsync");
-    const device::CallBuffers call =
-        device::prepareCall(algorithm, rank(), args, geometry, p.memory);
-    GroupLaunch launch;
-    device::KernelArgs& a = launch.ranks[0];
-    a.blocks = reinterpret_cast<const device::KernelBlock*>(p.blocks.data());
-    a.blockCount = static_cast<std::int32_t>(p.plan.blocks.size());
-    a.steps = reinterpret_cast<const device::KernelStep*>(p.steps.data());
-    a.deps = reinterpret_cast<const device::KernelDep*>(p.deps.data());
-    a.io = reinterpret_cast<device::KernelBlockIo*>(p.io.data());
-    a.completed = reinterpret_cast<std::uint64_t*>(p.completed.data());
-    for (int k = 0; k < 3; ++k)
-      a.base[k] = call.base[k];
-    device::setCallFields(a, geometry, algorithm.protocol, kSlots, elemSize, options.timeout);
-    a.slotStride = p.layout.slotStride;  // the mailbox's slots hold the largest message
-    a.rank = rank();
-    a.abortFlag = p.abortWord();
-    a.failedRank = p.failedRankWord();
-    a.status = p.status.device();
-    a.statusClaimed = p.claimed.device();
-    launch.blockStart[1] = a.blockCount;
-    launch.rankCount = 1;
-    check(launchGroup(launch, args.type, args.op, stream_), "kernel launch");
-    device::finishCall(algorithm, rank(), args, geometry, call, p.memory);
-    if (args.op == ReduceOp::avg && args.output && device::outputIsReduced(algorithm, rank()))
-      check(launchDivide(args.output, runtime::outputElements(algorithm, rank(), args.count),
-                         args.type, algorithm.nranks, stream_),
-            "kernel launch");
 
-    // Wait for the kernel, watching the connections: a failure they report (a peer process
-    // that exited, an abort) raises the group's abort word, and the blocks end at once.
-    std::string stopReason;
-    for (;;) {
-      const cudaError_t state = cudaStreamQuery(stream_);
-      if (state == cudaSuccess) break;
-      if (state != cudaErrorNotReady) {
-        p.failed = true;
-        check(state,
-              fmt::format("'{}' on {} (the kernel of rank {})", algorithm.name, where, rank()));
-      }
-      if (stopReason.empty() && !(stopReason = connections().abortReason()).empty())
-        check(cudaMemsetAsync(p.abortWord(), 1, 1, watch_), "cudaMemsetAsync of the abort word");
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-    const device::KernelStatus status = *p.status.host();
-    if (status.error != device::KernelError::none) {
-      p.failed = true;
-      std::uint32_t failedRank = 0;
-      check(cudaMemcpy(&failedRank, p.failedRankWord(), sizeof(failedRank), cudaMemcpyDeviceToHost),
-            "cudaMemcpy");
-      device::throwRankFailure(algorithm, rank(), status, failedRank, options.timeout, where,
-                               stopReason);
-    }
-  } catch (const PlanError&) {
-    throw;  // every rank refuses the same plan before touching a peer
-  } catch (const std::exception& error) {
-    connections().abort(fmt::format("rank {} failed: {}", rank(), error.what()));
-    throw;
+    // A call on the caller's stream starts after the work queued there before it, and that
+    // stream's later work starts after the call; the executor's own stream keeps its calls in
+    // order (NCCL's strong stream). A call without one starts after the legacy default
+    // stream's work (a kernel launched with no stream that fills the input), as NCCL's does.
+    const auto caller = static_cast<cudaStream_t>(options.stream);
+    check(cudaEventRecord(ready_, caller != nullptr ? caller : cudaStreamLegacy),
+          "cudaEventRecord on the call's stream");
+    check(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
+    launch(p, args, options);
+    const std::uint64_t ticket = watcher_->add(
+        stream_, caller, p.abortWord(),
+        [this, &p, timeout = options.timeout](std::string_view stopReason) {
+          return callFailure(p, timeout, stopReason);
+        },
+        /*willWait=*/caller == nullptr);
+    if (caller == nullptr) watcher_->wait(ticket);
+  });
+}
+
+void CudaExecutor::launch(PlanRank& p, const runtime::CollectiveArgs& args,
+                          const runtime::CallOptions& options) {
+  const ir::Algorithm& algorithm = p.algorithm;
+  const std::size_t elemSize = runtime::dataTypeSize(args.type);
+  const device::KernelGeometry geometry =
+      device::kernelGeometry(algorithm, args.count, elemSize, kSlotBytes);
+  check(
+      cudaMemsetAsync(p.completed.data(), 0, p.plan.blocks.size() * sizeof(std::uint64_t), stream_),
+      "cudaMemsetAsync");
+  const device::CallBuffers call = device::prepareCall(algorithm, rank(), args, geometry, p.memory);
+  GroupLaunch launch;
+  device::KernelArgs& a = launch.ranks[0];
+  a.blocks = reinterpret_cast<const device::KernelBlock*>(p.blocks.data());
+  a.blockCount = static_cast<std::int32_t>(p.plan.blocks.size());
+  a.steps = reinterpret_cast<const device::KernelStep*>(p.steps.data());
+  a.deps = reinterpret_cast<const device::KernelDep*>(p.deps.data());
+  a.io = reinterpret_cast<device::KernelBlockIo*>(p.io.data());
+  a.completed = reinterpret_cast<std::uint64_t*>(p.completed.data());
+  for (int k = 0; k < 3; ++k)
+    a.base[k] = call.base[k];
+  device::setCallFields(a, geometry, algorithm.protocol, kSlots, elemSize, options.timeout);
+  a.slotStride = p.layout.slotStride;  // the mailbox's slots hold the largest message
+  a.rank = rank();
+  a.abortFlag = p.abortWord();
+  a.failedRank = p.failedRankWord();
+  a.status = p.status.device();
+  a.statusClaimed = p.claimed.device();
+  launch.blockStart[1] = a.blockCount;
+  launch.rankCount = 1;
+  check(launchGroup(launch, args.type, args.op, stream_), "kernel launch");
+  device::finishCall(algorithm, rank(), args, geometry, call, p.memory);
+  if (args.op == ReduceOp::avg && args.output && device::outputIsReduced(algorithm, rank()))
+    check(launchDivide(args.output, runtime::outputElements(algorithm, rank(), args.count),
+                       args.type, algorithm.nranks, stream_),
+          "kernel launch");
+}
+
+std::exception_ptr CudaExecutor::callFailure(PlanRank& p, std::chrono::milliseconds timeout,
+                                             std::string_view stopReason) {
+  const device::KernelStatus status = *p.status.host();
+  if (status.error == device::KernelError::none) return nullptr;
+  p.failed = true;
+  try {
+    std::uint32_t failedRank = 0;
+    check(cudaMemcpyAsync(&failedRank, p.failedRankWord(), sizeof(failedRank),
+                          cudaMemcpyDeviceToHost, watch_),
+          "cudaMemcpyAsync of the failed-rank word");
+    check(cudaStreamSynchronize(watch_), "cudaStreamSynchronize");
+    device::throwRankFailure(p.algorithm, rank(), status, failedRank, timeout,
+                             fmt::format("GPU {}", device_), stopReason);
+  } catch (...) {
+    return std::current_exception();
   }
 }
 
+void CudaExecutor::requireNoAsyncError() const {
+  const std::string failure = watcher_->asyncError();
+  if (!failure.empty())
+    throw CommError(fmt::format(
+        "rank {}: a call queued earlier on a stream failed ({}); destroy the communicator", rank(),
+        failure));
+}
+
+void CudaExecutor::waitForStream(void* stream) {
+  const CurrentDeviceGuard guard;
+  check(cudaSetDevice(device_), "cudaSetDevice");
+  watcher_->waitAll();
+  requireNoAsyncError();
+  if (stream != nullptr)
+    check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)),
+          "cudaStreamSynchronize of the call's stream");
+}
+
+void CudaExecutor::copyBytes(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  const auto d = reinterpret_cast<std::uintptr_t>(dst);
+  const auto s = reinterpret_cast<std::uintptr_t>(src);
+  if (d < s + bytes && s < d + bytes) {  // overlapping (a send to the own rank): via the host
+    std::vector<unsigned char> staged(bytes);
+    copyBytes(staged.data(), src, bytes);
+    copyBytes(dst, staged.data(), bytes);
+    return;
+  }
+  check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy of a send/recv buffer");
+}
+
+std::string CudaExecutor::asyncError() const {
+  return watcher_->asyncError();
+}
+
 void registerCudaExecutors() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    for (const runtime::ExecutorEntry* entry : runtime::listExecutors())
-      if (entry->name == CudaExecutor::kName) return;
-    runtime::registerExecutor(
-        {std::string(CudaExecutor::kName),
-         "the device interpreter on the CUDA GPU current when the communicator is made "
-         "(buffers in GPU memory; ranks on one host)",
-         [](int rank, transport::ConnectionSet& connections,
-            const runtime::ExecutorConfig& config) -> std::unique_ptr<runtime::Executor> {
-           return std::make_unique<CudaExecutor>(rank, connections, config);
-         }});
-  });
+  runtime::registerExecutorIfAbsent(
+      {std::string(CudaExecutor::kName),
+       "the device interpreter on the CUDA GPU current when the communicator is made "
+       "(buffers in GPU memory; ranks on one host)",
+       [](int rank, transport::ConnectionSet& connections,
+          const runtime::ExecutorConfig& config) -> std::unique_ptr<runtime::Executor> {
+         return std::make_unique<CudaExecutor>(rank, connections, config);
+       }});
 }
 
 }  // namespace chorus::cuda

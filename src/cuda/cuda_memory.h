@@ -30,6 +30,7 @@ class DeviceBytes {
   ~DeviceBytes() {
     if (data_) cudaFree(data_);
   }
+  bool fits(std::size_t bytes) const { return data_ != nullptr && bytes <= size_; }
   unsigned char* reserve(int device, std::size_t bytes) {
     if (bytes <= size_ && data_) return data_;
     if (data_) cudaFree(data_);
@@ -82,7 +83,10 @@ class CudaCallMemory final : public device::CallMemory {
   cudaStream_t stream = nullptr;
 
   unsigned char* zeroed(ir::BufferKind kind, std::size_t bytes) override {
-    unsigned char* p = buffers_[static_cast<int>(kind)].reserve(device, bytes);
+    DeviceBytes& buffer = buffers_[static_cast<int>(kind)];
+    // Growing frees the old buffer, which calls queued earlier may still use.
+    if (!buffer.fits(bytes)) check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    unsigned char* p = buffer.reserve(device, bytes);
     check(cudaMemsetAsync(p, 0, bytes, stream), "cudaMemsetAsync");
     return p;
   }

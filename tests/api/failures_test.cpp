@@ -165,6 +165,16 @@ TEST(FailuresTest, BadArgumentsAreOptionErrorsAndLeaveTheCommunicatorUsable) {
   expectOption(apitest::messageOf<OptionError>(
                    [&] { comms[0].allToAll(b.data(), b.data(), SIZE_MAX / 3, DataType::float64); }),
                "too large");
+  // A stream needs executor "cuda": the host executors finish every call before returning.
+  int notAStream = 0;
+  expectOption(apitest::messageOf<OptionError>([&] {
+                 comms[0].allReduce(b.data(), b.data(), 8, DataType::float32, ReduceOp::sum,
+                                    &notAStream);
+               }),
+               "allreduce: a stream was passed, but executor 'cpu'");
+  expectOption(apitest::messageOf<OptionError>(
+                   [&] { comms[0].send(b.data(), 8, DataType::float32, 1, &notAStream); }),
+               "send: a stream was passed");
   // Nothing reached the peer: the pair still works, with sequence numbers in step.
   EXPECT_EQ(comms[0].sequence(), 0u);
   std::vector<Buffer> own{Buffer(DataType::float32, 8), Buffer(DataType::float32, 8)};

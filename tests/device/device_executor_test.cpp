@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/comm_config.h"
+#include "chorus/chorus.h"
 #include "device/host_executor.h"
 #include "library_cases.h"
 #include "process_threads.h"
@@ -261,6 +262,28 @@ TEST(DeviceExecutorConfig, ChorusExecutorSelectsItAndUnknownNamesListTheExecutor
     EXPECT_NE(message.find("'device'"), std::string::npos) << message;
     EXPECT_NE(message.find("'cpu'"), std::string::npos) << message;
   }
+}
+
+// The host build finishes each call before returning: a stream is refused by name, and the
+// communicator stays usable (send/recv copy through Executor::copyBytes).
+TEST(DeviceExecutorErrors, AStreamIsRefusedAndSendRecvStillWork) {
+  CommConfig config;
+  config.executor = "device";
+  config.timeout = std::chrono::seconds(60);
+  std::vector<Communicator> comms = Communicator::initAll(2, config);
+  std::vector<float> data{1, 2, 3, 4}, got(4, 0.0f);
+  int notAStream = 0;
+  try {
+    comms[0].allGather(data.data(), data.data(), 1, DataType::float32, &notAStream);
+    ADD_FAILURE() << "a stream was accepted";
+  } catch (const OptionError& e) {
+    EXPECT_NE(std::string(e.what()).find("executor 'device'"), std::string::npos) << e.what();
+  }
+  groupStart();
+  comms[0].send(data.data(), 4, DataType::float32, 1);
+  comms[1].recv(got.data(), 4, DataType::float32, 0);
+  groupEnd();
+  EXPECT_EQ(got, data);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Executor "cuda" (src/cuda/cuda_executor.h) behind the communicator, buffers in GPU memory:
 // five collectives exact with ranks as threads of one process sharing the GPU (2, 3 and 8
-// ranks) and as forked processes reaching each other's mailboxes through CUDA IPC handles; host
+// ranks), calls and send/recv on streams, a queued call's failure as the asynchronous error,
+// memAlloc's device memory,
+// and ranks as forked processes reaching each other's mailboxes through CUDA IPC handles; host
 // memory refused by name; a peer process that exits stops the others' kernels long before the
 // timeout. Skipped where no GPU is (CI); scripts/gpu_check.sh runs them on a lent GPU. The
 // process tests look for the GPU without initializing CUDA in the test process, since children
@@ -13,6 +15,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,7 +151,131 @@ TEST_P(CudaExecutor, RanksAsThreadsAreExact) {
   EXPECT_EQ(failures, std::vector<std::string>(static_cast<std::size_t>(n)));
 }
 
+// A CUDA stream that is destroyed with its owner.
+class Stream {
+ public:
+  Stream() {
+    if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess)
+      throw CommError("cudaStreamCreate failed");
+  }
+  ~Stream() { cudaStreamDestroy(stream_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// One rank's input (valueOf), output and stream.
+struct RankOnStream {
+  GpuInts in, out;
+  Stream stream;
+  explicit RankOnStream(int rank, std::size_t count) : in(count), out(count) {
+    std::vector<std::int32_t> mine(count);
+    for (std::size_t i = 0; i < count; ++i)
+      mine[i] = valueOf(rank, i);
+    in.set(mine);
+  }
+  static std::deque<RankOnStream> make(int n, std::size_t count) {  // a deque: never moved
+    std::deque<RankOnStream> ranks;
+    for (int r = 0; r < n; ++r)
+      ranks.emplace_back(r, count);
+    return ranks;
+  }
+};
+
+// Calls on each rank's own stream, issued for every rank by one thread inside groups: each
+// call is queued behind the stream's earlier work (an in-place AllReduce reads the previous
+// one's output) and the stream's later work (a copy to the host) sees its result.
+TEST_P(CudaExecutor, CallsOnStreamsAreQueuedInStreamOrder) {
+  const int n = GetParam();
+  const std::size_t count = 1031;
+  std::vector<Communicator> comms = Communicator::initAll(n, onGpu());
+  std::deque<RankOnStream> ranks = RankOnStream::make(n, count);
+  for (int pass = 0; pass < 2; ++pass) {  // the second: the plans are set up already
+    groupStart();
+    for (int r = 0; r < n; ++r)
+      comms[static_cast<std::size_t>(r)].allReduce(ranks[static_cast<std::size_t>(r)].in.data(),
+                                                   ranks[static_cast<std::size_t>(r)].out.data(),
+                                                   count, DataType::int32, ReduceOp::sum,
+                                                   ranks[static_cast<std::size_t>(r)].stream.get());
+    groupEnd();
+    groupStart();
+    for (int r = 0; r < n; ++r)
+      comms[static_cast<std::size_t>(r)].allReduce(ranks[static_cast<std::size_t>(r)].out.data(),
+                                                   ranks[static_cast<std::size_t>(r)].out.data(),
+                                                   count, DataType::int32, ReduceOp::sum,
+                                                   ranks[static_cast<std::size_t>(r)].stream.get());
+    groupEnd();
+    for (int r = 0; r < n; ++r) {
+      std::vector<std::int32_t> got(count);
+      ASSERT_EQ(cudaMemcpyAsync(got.data(), ranks[static_cast<std::size_t>(r)].out.data(),
+                                count * sizeof(std::int32_t), cudaMemcpyDeviceToHost,
+                                ranks[static_cast<std::size_t>(r)].stream.get()),
+                cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(ranks[static_cast<std::size_t>(r)].stream.get()),
+                cudaSuccess);
+      for (std::size_t i = 0; i < count; ++i) {
+        std::int32_t sum = 0;
+        for (int q = 0; q < n; ++q)
+          sum += valueOf(q, i);
+        ASSERT_EQ(got[i], n * sum) << "pass " << pass << " rank " << r << " element " << i;
+      }
+    }
+  }
+  for (const Communicator& comm : comms)
+    EXPECT_EQ(comm.asyncError(), "");
+}
+
+// Send and recv of device buffers with streams: they wait for the streams' earlier work and
+// move the data through the host.
+TEST_P(CudaExecutor, SendRecvOfDeviceBuffersOnStreams) {
+  const int n = GetParam();
+  const std::size_t count = (std::size_t{1} << 20) + 3;
+  std::vector<Communicator> comms = Communicator::initAll(n, onGpu());
+  std::deque<RankOnStream> ranks = RankOnStream::make(n, count);
+  groupStart();  // a ring: each rank sends to the next and receives from the previous
+  for (int r = 0; r < n; ++r) {
+    Communicator& comm = comms[static_cast<std::size_t>(r)];
+    comm.send(ranks[static_cast<std::size_t>(r)].in.data(), count, DataType::int32, (r + 1) % n,
+              ranks[static_cast<std::size_t>(r)].stream.get());
+    comm.recv(ranks[static_cast<std::size_t>(r)].out.data(), count, DataType::int32,
+              (r + n - 1) % n, ranks[static_cast<std::size_t>(r)].stream.get());
+  }
+  groupEnd();
+  for (int r = 0; r < n; ++r) {
+    const std::vector<std::int32_t> got = ranks[static_cast<std::size_t>(r)].out.get();
+    for (std::size_t i = 0; i < count; ++i)
+      ASSERT_EQ(got[i], valueOf((r + n - 1) % n, i)) << "rank " << r << " element " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, CudaExecutor, ::testing::Values(2, 3, 8));
+
+// A call queued on a stream returns at once; when it fails later (here rank 1 never joins it,
+// so it times out), the failure is the communicator's asynchronous error on both ranks and
+// later calls are refused.
+TEST(CudaExecutorErrors, AQueuedCallThatFailsIsTheAsyncError) {
+  if (!driverPresent() || cuda::visibleDevices() == 0) GTEST_SKIP() << "no CUDA GPU is visible";
+  std::vector<Communicator> comms = Communicator::initAll(2, onGpu(2s));
+  GpuInts a(64), b(64);
+  Stream stream;
+  groupStart();  // sets the plan up on both ranks
+  comms[0].allReduce(a.data(), a.data(), 64, DataType::int32, ReduceOp::sum);
+  comms[1].allReduce(b.data(), b.data(), 64, DataType::int32, ReduceOp::sum);
+  groupEnd();
+  const auto start = std::chrono::steady_clock::now();
+  comms[0].allReduce(a.data(), a.data(), 64, DataType::int32, ReduceOp::sum, stream.get());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms) << "the call waited for its kernel";
+  std::string error;
+  while ((error = comms[0].asyncError()).empty() && std::chrono::steady_clock::now() - start < 60s)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_NE(error.find("waited over 2000 ms"), std::string::npos) << error;
+  EXPECT_NE(comms[1].asyncError(), "");
+  EXPECT_THROW(comms[0].allReduce(a.data(), a.data(), 64, DataType::int32, ReduceOp::sum),
+               CommError);
+}
 
 TEST(CudaExecutorErrors, HostMemoryIsRefusedByName) {
   if (!driverPresent() || cuda::visibleDevices() == 0) GTEST_SKIP() << "no CUDA GPU is visible";
@@ -159,6 +287,40 @@ TEST(CudaExecutorErrors, HostMemoryIsRefusedByName) {
   } catch (const OptionError& e) {
     EXPECT_NE(std::string(e.what()).find("is not memory GPU"), std::string::npos) << e.what();
   }
+}
+
+// With CHORUS_EXECUTOR=cuda, memAlloc returns zeroed device memory the collectives take.
+TEST(CudaExecutorMemory, MemAllocGivesDeviceMemoryForTheCollectives) {
+  if (!driverPresent() || cuda::visibleDevices() == 0) GTEST_SKIP() << "no CUDA GPU is visible";
+  ::setenv("CHORUS_EXECUTOR", "cuda", 1);
+  std::vector<Communicator> comms = Communicator::initAll(2, onGpu());
+  const std::size_t count = 4099;
+  std::vector<void*> buffers{memAlloc(count * sizeof(std::int32_t)),
+                             memAlloc(count * sizeof(std::int32_t))};
+  ::unsetenv("CHORUS_EXECUTOR");
+  for (void* p : buffers) {
+    cudaPointerAttributes attributes{};
+    ASSERT_EQ(cudaPointerGetAttributes(&attributes, p), cudaSuccess);
+    EXPECT_EQ(attributes.type, cudaMemoryTypeDevice);
+    std::vector<std::int32_t> zero(count, 1);
+    cudaMemcpy(zero.data(), p, count * sizeof(std::int32_t), cudaMemcpyDeviceToHost);
+    EXPECT_EQ(zero, std::vector<std::int32_t>(count, 0));
+  }
+  std::vector<std::int32_t> ones(count, 1);
+  for (void* p : buffers)
+    cudaMemcpy(p, ones.data(), count * sizeof(std::int32_t), cudaMemcpyHostToDevice);
+  groupStart();
+  for (int r = 0; r < 2; ++r)
+    comms[static_cast<std::size_t>(r)].allReduce(buffers[static_cast<std::size_t>(r)],
+                                                 buffers[static_cast<std::size_t>(r)], count,
+                                                 DataType::int32, ReduceOp::sum);
+  groupEnd();
+  std::vector<std::int32_t> got(count);
+  cudaMemcpy(got.data(), buffers[1], count * sizeof(std::int32_t), cudaMemcpyDeviceToHost);
+  EXPECT_EQ(got, std::vector<std::int32_t>(count, 2));
+  for (void* p : buffers)
+    memFree(p);
+  EXPECT_THROW(memFree(buffers[0]), OptionError);  // once only
 }
 
 TEST(CudaExecutorProcesses, RanksAsProcessesAreExact) {
