@@ -3,8 +3,8 @@
 # GPU. Configures and builds the GPU executor for the GPU present (CHORUS_CUDA=ON,
 # architectures "native"), runs the GPU tests (every library algorithm and protocol with 2 to 8
 # ranks on one GPU, exact), compute-sanitizer's memcheck and racecheck on a small case, then
-# the benchmark (bench_gpu: four collectives, 2/4/8 ranks, 8 B-256 MiB, beside the GPU's copy
-# rate), and writes one summary, $OUT/gpu-check.md (or gpu-check-out/ without $OUT), with the date, the
+# the benchmarks (bench_gpu: four collectives, 2/4/8 ranks, 8 B-256 MiB, beside the GPU's copy
+# rate; chorus bench --device cuda: AllReduce of 8 ranks through the communicator), and writes one summary, $OUT/gpu-check.md (or gpu-check-out/ without $OUT), with the date, the
 # device, the commit and each stage's result and time. Exits non-zero if any stage failed.
 # Sized to finish in well under 8 minutes on an H100 (16 cores): a rerun fits the same window.
 set -uo pipefail
@@ -54,7 +54,7 @@ configure() {
 }
 
 stage configure configure &&
-  stage build cmake --build "$build" --target test_gpu test_device bench_gpu -j "$jobs" || {
+  stage build cmake --build "$build" --target test_gpu test_device bench_gpu chorus -j "$jobs" || {
   cat "$summary"
   exit 1
 }
@@ -78,6 +78,9 @@ stage racecheck "$sanitizer" --tool racecheck --error-exitcode 1 \
 
 # At most 4 minutes, so the whole check stays under 8 on an H100.
 stage bench timeout 240 "$build/bench/bench_gpu"
+# The same through the communicator (executor cuda, calls on streams): 8 ranks on the GPU.
+stage bench-comm timeout 90 "$build/chorus" bench allreduce --ranks 8 --device cuda \
+  -b 8 -e 64M -f 8 --iters 10 --warmup 2
 
 {
   echo
@@ -91,6 +94,12 @@ stage bench timeout 240 "$build/bench/bench_gpu"
   echo
   echo '```'
   cat "$out/bench.log"
+  echo '```'
+  echo
+  echo "Benchmark through the communicator (chorus bench --device cuda):"
+  echo
+  echo '```'
+  cat "$out/bench-comm.log"
   echo '```'
 } >>"$summary"
 cat "$summary"

@@ -106,6 +106,22 @@ TEST(BenchCli, RegisteredBuffersCheckCleanAcrossProcesses) {
   }
 }
 
+// --device cuda needs a GPU (and chorus built with CUDA): without one it fails with a message
+// that says so, never a crash; the run itself is checked by scripts/gpu_check.sh.
+TEST(BenchCli, DeviceCudaWithoutAGpuSaysWhatIsMissing) {
+  if (::access("/dev/nvidiactl", F_OK) == 0) GTEST_SKIP() << "a GPU driver is present";
+  const CommandResult result =
+      runCli("bench allreduce --ranks 2 --device cuda " + std::string(kQuick));
+  EXPECT_NE(result.exitCode, 0);
+  EXPECT_THAT(result.output, ::testing::AnyOf(HasSubstr("found no CUDA GPU visible"),
+                                              HasSubstr("needs chorus built with CUDA")));
+  const CommandResult both = runCli("bench allreduce --ranks 2 --device cuda --registered");
+  EXPECT_EQ(both.exitCode, 2);
+  EXPECT_THAT(both.output, ::testing::AnyOf(HasSubstr("leave --registered out"),
+                                            HasSubstr("needs chorus built with CUDA")));
+  EXPECT_EQ(runCli("bench allreduce --ranks 2 --device gpu").exitCode, 2);
+}
+
 TEST(BenchCli, UsageMistakesExitTwoAndSayWhatToDo) {
   CommandResult result = runCli("bench gather --ranks 2");
   EXPECT_EQ(result.exitCode, 2);

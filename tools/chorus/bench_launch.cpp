@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "bench_runner.h"
+#include "gpu_buffers.h"
+#include "runtime/datatype.h"
 #include "support/error.h"
 #include "transport_option.h"
 
@@ -46,12 +48,23 @@ std::size_t maxElements(const perf::SweepOptions& options, int nranks) {
 
 // One rank's sweep; true when no element was wrong.
 bool benchRank(Communicator& comm, const SweepJob& job) {
-  ChorusRunner runner(comm, job.type, maxElements(job.options, comm.size()), job.bufferOffset,
-                      job.registered);
+  const std::size_t elements = maxElements(job.options, comm.size());
+  ChorusRunner runner(comm, job.type, elements, job.bufferOffset, job.registered, job.onGpu);
   std::string title = perf::sweepTitle("chorus bench", job.options, comm.size());
   title += fmt::format("; --algo {}", job.algo);
   if (job.bufferOffset != 0) title += fmt::format("; buffers {} B past a page", job.bufferOffset);
   if (job.registered) title += "; registered buffers (chorus::memAlloc)";
+  if (job.onGpu && comm.rank() == 0) {
+    // docs/gpu.md "Benchmark": with the ranks on one GPU, their summed send rate (ranks x busbw)
+    // is bounded by this rate.
+    const std::size_t copyBytes = std::max<std::size_t>(
+        std::min<std::size_t>(elements * runtime::dataTypeSize(job.type), std::size_t{1} << 28),
+        std::size_t{1} << 20);
+    title += fmt::format(
+        "; executor cuda, device buffers, calls on a stream; the GPU's device-to-device copy "
+        "rate ({} B): {:.1f} GB/s, the ceiling of ranks x busbw with every rank on this GPU",
+        copyBytes, deviceCopyRate(copyBytes));
+  }
   return perf::runAndReport(runner, job.options, job.sweep, title);
 }
 

@@ -30,6 +30,9 @@ struct SweepJob {
   std::size_t bufferOffset = 0;
   // The user buffers come from chorus::memAlloc (registered memory) instead of the heap.
   bool registered = false;
+  // The ranks run on executor "cuda" with device buffers and a stream each (--device cuda);
+  // the title then shows the GPU's device-to-device copy rate, the ceiling.
+  bool onGpu = false;
 };
 
 // Runs the sweep; rank 0 prints the table (unless job.sweep.printTable is off) and writes the

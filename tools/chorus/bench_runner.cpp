@@ -101,13 +101,23 @@ ChorusRunner::Buffer::~Buffer() {
 }
 
 ChorusRunner::ChorusRunner(Communicator& comm, DataType type, std::size_t maxElements,
-                           std::size_t bufferOffset, bool registered)
+                           std::size_t bufferOffset, bool registered, bool onGpu)
     : comm_(comm),
       type_(type),
       elementSize_(runtime::dataTypeSize(type)),
       offset_(bufferOffset),
-      send_(maxElements * elementSize_ + bufferOffset, registered),
-      recv_(maxElements * elementSize_ + bufferOffset, registered) {}
+      bytes_(maxElements * elementSize_ + bufferOffset),
+      send_(bytes_, registered),
+      recv_(bytes_, registered) {
+  if (onGpu) gpu_ = std::make_unique<Gpu>(bytes_);
+}
+
+std::byte* ChorusRunner::callAt(Buffer& buffer, std::size_t element) {
+  std::byte* host = at(buffer, element);
+  if (!gpu_) return host;
+  GpuMirror& mirror = &buffer == &send_ ? gpu_->send : gpu_->recv;
+  return mirror.device() + (host - buffer.data());
+}
 
 void ChorusRunner::prepare(const BenchCase& c, int seed) {
   const ElementOps ops = elementOps(type_);
@@ -122,41 +132,52 @@ void ChorusRunner::prepare(const BenchCase& c, int seed) {
   } else if (c.data.collective != Collective::broadcast || r == c.data.root) {
     ops.fillInput(at(recv_, 0), shape.sendCount, c.data.op, n, r, seed, 0);
   }
+  if (gpu_) {
+    gpu_->send.upload(send_.data(), bytes_);
+    gpu_->recv.upload(recv_.data(), bytes_);
+  }
 }
 
 void ChorusRunner::run(const BenchCase& c, std::int64_t iterations) {
   const perf::CollectiveShape& shape = c.data.shape;
   const int r = rank();
-  std::byte* recv = at(recv_, 0);
-  const std::byte* send = c.inplace ? recv : at(send_, 0);
+  std::byte* recv = callAt(recv_, 0);
+  const std::byte* send = c.inplace ? recv : callAt(send_, 0);
+  // In place: AllGather's input and ReduceScatter's output are this rank's block of recv_.
+  auto ownBlock = [&] { return callAt(recv_, r * shape.count); };
   const ReduceOp op = c.data.op;
+  const Stream stream = gpu_ ? gpu_->stream.get() : nullptr;
   for (std::int64_t i = 0; i < iterations; ++i) {
     switch (c.data.collective) {
       case Collective::allreduce:
-        comm_.allReduce(send, recv, shape.count, type_, op);
+        comm_.allReduce(send, recv, shape.count, type_, op, stream);
         break;
       case Collective::allgather:
-        comm_.allGather(c.inplace ? at(recv_, r * shape.count) : send, recv, shape.count, type_);
+        comm_.allGather(c.inplace ? ownBlock() : send, recv, shape.count, type_, stream);
         break;
       case Collective::reducescatter:
-        comm_.reduceScatter(send, c.inplace ? at(recv_, r * shape.count) : recv, shape.count, type_,
-                            op);
+        comm_.reduceScatter(send, c.inplace ? ownBlock() : recv, shape.count, type_, op, stream);
         break;
       case Collective::alltoall:
-        comm_.allToAll(send, recv, shape.count, type_);
+        comm_.allToAll(send, recv, shape.count, type_, stream);
         break;
       case Collective::broadcast:
-        comm_.broadcast(send, recv, shape.count, type_, c.data.root);
+        comm_.broadcast(send, recv, shape.count, type_, c.data.root, stream);
         break;
       case Collective::reduce:
-        comm_.reduce(send, recv, shape.count, type_, op, c.data.root);
+        comm_.reduce(send, recv, shape.count, type_, op, c.data.root, stream);
         break;
     }
   }
+  if (gpu_) gpu_->stream.synchronize();
   lastAlgorithm_ = comm_.lastPlan().algorithm;
 }
 
 std::int64_t ChorusRunner::countWrong(const BenchCase& c, int seed) {
+  if (gpu_) {
+    gpu_->send.download(send_.data(), bytes_);
+    gpu_->recv.download(recv_.data(), bytes_);
+  }
   const perf::CollectiveShape& shape = c.data.shape;
   const bool shifted = c.inplace && c.data.collective == Collective::reducescatter;
   const std::byte* output = shifted ? at(recv_, rank() * shape.count) : at(recv_, 0);
@@ -166,12 +187,28 @@ std::int64_t ChorusRunner::countWrong(const BenchCase& c, int seed) {
   return wrong + ops.countChangedInput(at(send_, 0), shape.sendCount, c.data, rank(), seed);
 }
 
+void ChorusRunner::allReduceHelper(std::span<double> values, ReduceOp op) {
+  if (!gpu_) {
+    comm_.allReduce(values.data(), values.data(), values.size(), DataType::float64, op);
+    return;
+  }
+  // The helpers reduce a few timings at a time; larger spans go in pieces of the scratch.
+  constexpr std::size_t kPiece = 64;
+  for (std::size_t first = 0; first < values.size(); first += kPiece) {
+    const std::size_t n = std::min(kPiece, values.size() - first);
+    const auto* host = reinterpret_cast<std::byte*>(values.data() + first);
+    gpu_->scratch.upload(host, n * sizeof(double));
+    comm_.allReduce(gpu_->scratch.device(), gpu_->scratch.device(), n, DataType::float64, op);
+    gpu_->scratch.download(reinterpret_cast<std::byte*>(values.data() + first), n * sizeof(double));
+  }
+}
+
 void ChorusRunner::allReduceMax(std::span<double> values) {
-  comm_.allReduce(values.data(), values.data(), values.size(), DataType::float64, ReduceOp::max);
+  allReduceHelper(values, ReduceOp::max);
 }
 
 void ChorusRunner::allReduceSum(std::span<double> values) {
-  comm_.allReduce(values.data(), values.data(), values.size(), DataType::float64, ReduceOp::sum);
+  allReduceHelper(values, ReduceOp::sum);
 }
 
 std::string ChorusRunner::algorithmName(const BenchCase& /*benchCase*/) {

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "chorus/chorus.h"
+#include "gpu_buffers.h"
 #include "perf/aligned_buffer.h"
 #include "perf/bench_driver.h"
 
@@ -19,8 +22,10 @@ class ChorusRunner final : public perf::RankRunner {
   // `maxElements`: the largest input or output buffer of the sweep, in elements of `type`.
   // `bufferOffset`: bytes past a page boundary where both buffers start (malloc's are 16).
   // `registered`: both buffers come from chorus::memAlloc instead of the heap.
+  // `onGpu` (executor "cuda"): the calls take device copies of the buffers, queued on a
+  // stream of the runner's; run() returns when the stream has finished.
   ChorusRunner(Communicator& comm, DataType type, std::size_t maxElements,
-               std::size_t bufferOffset = 0, bool registered = false);
+               std::size_t bufferOffset = 0, bool registered = false, bool onGpu = false);
 
   int rank() const override { return comm_.rank(); }
   int nranks() const override { return comm_.size(); }
@@ -51,13 +56,27 @@ class ChorusRunner final : public perf::RankRunner {
   std::byte* at(Buffer& buffer, std::size_t element) {
     return buffer.data() + offset_ + element * elementSize_;
   }
+  // Where the calls find at(buffer, element): the same, or its place in the GPU copy.
+  std::byte* callAt(Buffer& buffer, std::size_t element);
+  // The helpers' values through the GPU when the calls need device memory.
+  void allReduceHelper(std::span<double> values, ReduceOp op);
+
+  // The GPU side (onGpu): device copies of send_ and recv_, a scratch for the helpers, the
+  // stream the calls are queued on.
+  struct Gpu {
+    GpuMirror send, recv, scratch;
+    GpuStream stream;
+    explicit Gpu(std::size_t bytes) : send(bytes), recv(bytes), scratch(64 * sizeof(double)) {}
+  };
 
   Communicator& comm_;
   DataType type_;
   std::size_t elementSize_;
   std::size_t offset_;
+  std::size_t bytes_;
   Buffer send_;
   Buffer recv_;
+  std::unique_ptr<Gpu> gpu_;
   std::string lastAlgorithm_;
 };
 

@@ -16,6 +16,7 @@
 #include "chorus/chorus.h"
 #include "cli.h"
 #include "collective_option.h"
+#include "gpu_buffers.h"
 #include "ir/algorithm.h"
 #include "ir/formats.h"
 #include "perf/bench_args.h"
@@ -38,7 +39,8 @@ struct BenchCommandArgs {
   std::size_t bufferOffset = 0;
   bool registered = false;
   bool launched = false;
-  std::string collective;  // --collective: must agree with COLL and with an --algo plan file
+  std::string device = "cpu";  // --device: cpu (host buffers) or cuda
+  std::string collective;      // --collective: must agree with COLL and with an --algo plan file
 };
 
 // "shm, tcp or auto": the transports ranks a launcher started may use.
@@ -52,6 +54,7 @@ std::string launchedTransportNames() {
 CommConfig makeConfig(const BenchCommandArgs& args, perf::Collective collective) {
   CommConfig config;
   config.transport = args.transport;
+  if (args.device == "cuda") config.executor = "cuda";
   if (args.algo != "auto")
     config.algo = fmt::format("{}={}", perf::collectiveName(collective), args.algo);
   return config;
@@ -80,6 +83,13 @@ void checkCollectiveOption(const BenchCommandArgs& args) {
 ExitCode runBench(const BenchCommandArgs& given) {
   BenchCommandArgs args = given;
   checkCollectiveOption(args);
+  if (args.device == "cuda") {
+    requireGpuBench();
+    if (args.registered)
+      throw OptionError(
+          "--registered allocates host memory that local peers map; with --device cuda the "
+          "buffers are GPU memory already: leave --registered out");
+  }
   if (args.launched) {
     if (args.bind != "none")
       throw OptionError(
@@ -142,6 +152,7 @@ ExitCode runBench(const BenchCommandArgs& given) {
         args.bufferOffset, runtime::dataTypeSize(*type), runtime::dataTypeName(*type)));
   job.bufferOffset = args.bufferOffset;
   job.registered = args.registered;
+  job.onGpu = args.device == "cuda";
   if (launched) return runLaunchedRank(*launched, job);
   return runSweepJob(job);
 }
@@ -186,6 +197,13 @@ Command addBenchCommand(CLI::App& app) {
   command->add_flag("--registered", args->registered,
                     "Allocate the send and receive buffers with chorus::memAlloc (registered "
                     "memory, which local peers map: single copy on shm) instead of the heap");
+  command
+      ->add_option("--device", args->device,
+                   "cpu: host buffers on the default executor; cuda: executor cuda, buffers in "
+                   "GPU memory, calls on a stream per rank, beside the GPU's copy rate "
+                   "(chorus built with CUDA; docs/gpu.md)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   command
       ->add_option("--collective", args->collective,
                    "Confirms the collective of COLL and of an --algo plan file (a usage error "
