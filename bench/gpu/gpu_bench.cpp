@@ -19,7 +19,9 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "cuda/copy_rate.h"
 #include "cuda/cuda_group.h"
+#include "perf/batch_timing.h"
 #include "perf/collective.h"
 #include "perf/sweep.h"
 #include "runtime/collective_args.h"
@@ -61,46 +63,6 @@ ir::Protocol protocolFor(const std::string& name, std::uint64_t bytes) {
                                : ir::Protocol::simple;
 }
 
-// Seconds per call of `fn` (enqueues one call; `sync` waits): batches double until one lasts
-// 20 ms (at most 1000 calls), after 5 warm-up calls; the best of 3 batches.
-template <class Enqueue, class Sync>
-double secondsPerCall(Enqueue enqueue, Sync sync) {
-  for (int i = 0; i < 5; ++i)
-    enqueue();
-  sync();
-  int calls = 1;
-  double best = 1e30;
-  for (int round = 0; round < 3;) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i)
-      enqueue();
-    sync();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (seconds < 0.02 && calls < 1000) {
-      calls *= 2;
-      continue;
-    }
-    best = std::min(best, seconds / calls);
-    ++round;
-  }
-  return best;
-}
-
-// The device-to-device cudaMemcpy rate in bytes per second (bytes copied / time), 256 MiB.
-double copyRate() {
-  const std::size_t bytes = std::size_t{256} << 20;
-  void *a = nullptr, *b = nullptr;
-  check(cudaMalloc(&a, bytes), "cudaMalloc");
-  check(cudaMalloc(&b, bytes), "cudaMalloc");
-  const double seconds = secondsPerCall(
-      [&] { check(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpy"); },
-      [] { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); });
-  cudaFree(a);
-  cudaFree(b);
-  return static_cast<double>(bytes) / seconds;
-}
-
 int run(int argc, char** argv) {
   std::string ranksText = "2,4,8", collectivesText = "allreduce,allgather,reducescatter,alltoall";
   std::string minText = "8", maxText = "256M", protocol = "auto", dtype = "float32";
@@ -135,7 +97,7 @@ int run(int argc, char** argv) {
 
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
-  const double ceiling = copyRate();
+  const double ceiling = cuda::deviceCopyRate(std::size_t{256} << 20);
   fmt::print("# device: {}\n", cuda::describeDevice(device));
   fmt::print("# device-to-device cudaMemcpy: {:.1f} GB/s (the ceiling of the summed send rate)\n",
              ceiling / 1e9);
@@ -172,8 +134,8 @@ int run(int argc, char** argv) {
         }
         cuda::CudaKernelGroup& group = *groups[proto];
         const double seconds =
-            secondsPerCall([&] { group.enqueue(args, std::chrono::milliseconds(60'000)); },
-                           [&] { group.synchronize(); });
+            perf::secondsPerCall([&] { group.enqueue(args, std::chrono::milliseconds(60'000)); },
+                                 [&] { group.synchronize(); });
         for (void* p : memory)
           cudaFree(p);
         const double algbw = static_cast<double>(shape.bytes) / seconds / 1e9;

@@ -2,54 +2,40 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "support/error.h"
 
 #ifdef CHORUS_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include <chrono>
+#include "cuda/copy_rate.h"
+#include "cuda/cuda_memory.h"
 #endif
 
 namespace chorus::cli {
 
 #ifdef CHORUS_HAVE_CUDA
 
-namespace {
-
-void checkBenchCuda(cudaError_t error, const char* what) {
-  if (error != cudaSuccess)
-    throw CommError(fmt::format("chorus bench --device cuda: CUDA {} failed: {} ({})", what,
-                                cudaGetErrorString(error), cudaGetErrorName(error)));
-}
-
-}  // namespace
-
 void requireGpuBench() {}
 
-GpuMirror::GpuMirror(std::size_t bytes) {
-  void* p = nullptr;
-  checkBenchCuda(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)), "cudaMalloc");
-  device_ = static_cast<std::byte*>(p);
+GpuMirror::GpuMirror(std::size_t bytes) : memory_(std::make_unique<cuda::DeviceBytes>()) {
+  int device = 0;
+  cuda::check(cudaGetDevice(&device), "cudaGetDevice");
+  device_ = reinterpret_cast<std::byte*>(memory_->reserve(device, bytes));
 }
 
-GpuMirror::~GpuMirror() {
-  cudaFree(device_);
-}
+GpuMirror::~GpuMirror() = default;
 
 void GpuMirror::upload(const std::byte* host, std::size_t bytes) {
-  checkBenchCuda(cudaMemcpy(device_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the GPU");
+  cuda::check(cudaMemcpy(device_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the GPU");
 }
 
 void GpuMirror::download(std::byte* host, std::size_t bytes) const {
-  checkBenchCuda(cudaMemcpy(host, device_, bytes, cudaMemcpyDeviceToHost),
-                 "cudaMemcpy from the GPU");
+  cuda::check(cudaMemcpy(host, device_, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy from the GPU");
 }
 
 GpuStream::GpuStream() {
   cudaStream_t stream = nullptr;
-  checkBenchCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  cuda::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   stream_ = stream;
 }
 
@@ -58,26 +44,22 @@ GpuStream::~GpuStream() {
 }
 
 void GpuStream::synchronize() const {
-  checkBenchCuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)),
-                 "cudaStreamSynchronize");
+  cuda::check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
 }
 
 double deviceCopyRate(std::size_t bytes) {
-  GpuMirror from(bytes), to(bytes);
-  double best = 0;
-  for (int i = 0; i < 6; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    checkBenchCuda(cudaMemcpy(to.device(), from.device(), bytes, cudaMemcpyDeviceToDevice),
-                   "cudaMemcpy");
-    checkBenchCuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (i > 0) best = std::max(best, static_cast<double>(bytes) / seconds / 1e9);  // 0: warm-up
-  }
-  return best;
+  return cuda::deviceCopyRate(bytes) / 1e9;
 }
 
 #else
+
+}  // namespace chorus::cli
+
+namespace chorus::cuda {
+class DeviceBytes {};  // without CUDA no GpuMirror is ever made
+}  // namespace chorus::cuda
+
+namespace chorus::cli {
 
 namespace {
 

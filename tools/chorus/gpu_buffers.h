@@ -4,13 +4,19 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
+
+namespace chorus::cuda {
+class DeviceBytes;
+}
 
 namespace chorus::cli {
 
 // Throws OptionError unless chorus was built with CUDA.
 void requireGpuBench();
 
-// `bytes` of device memory of the current GPU, filled from and read back to host memory.
+// `bytes` of device memory of the current GPU (cuda::DeviceBytes), filled from and read back to
+// host memory.
 class GpuMirror {
  public:
   explicit GpuMirror(std::size_t bytes);
@@ -22,6 +28,7 @@ class GpuMirror {
   void download(std::byte* host, std::size_t bytes) const;
 
  private:
+  std::unique_ptr<cuda::DeviceBytes> memory_;
   std::byte* device_ = nullptr;
 };
 
@@ -39,8 +46,8 @@ class GpuStream {
   void* stream_ = nullptr;
 };
 
-// GB/s (1e9 bytes) of a `bytes`-byte device-to-device cudaMemcpy on the current GPU, the best
-// of a few timed repetitions.
+// GB/s (1e9 bytes) of a `bytes`-byte device-to-device cudaMemcpy on the current GPU
+// (cuda::deviceCopyRate, as bench_gpu measures it).
 double deviceCopyRate(std::size_t bytes);
 
 }  // namespace chorus::cli
