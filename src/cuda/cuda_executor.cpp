@@ -150,8 +150,9 @@ std::unique_ptr<CudaExecutor::PlanRank> CudaExecutor::setUp(const ir::Algorithm&
     check(cudaIpcGetMemHandle(&handle, p->mailbox->data()), "cudaIpcGetMemHandle");
     published = "cuipc:" + toHex(&handle, sizeof(handle));
   }
-  const std::vector<std::string> descriptors = device::connectionExchange(
-      connections(), fmt::format("executor '{}'", kName), timeout)(published);
+  const device::PeerExchange exchange =
+      device::connectionExchange(connections(), fmt::format("executor '{}'", kName), timeout);
+  const std::vector<std::string> descriptors = exchange(published);
   p->mailboxes.assign(static_cast<std::size_t>(n), nullptr);
   for (int r = 0; r < n; ++r) {
     const std::string& text = descriptors[static_cast<std::size_t>(r)];
@@ -198,6 +199,9 @@ std::unique_ptr<CudaExecutor::PlanRank> CudaExecutor::setUp(const ir::Algorithm&
           r, text.substr(0, 24), rank(), ranksAreThreads_ ? "'cuptr:'" : "'cuipc:'", kName));
     }
   }
+
+  // No rank may free its mailbox before every peer holds or has opened it (host_rank.cpp).
+  exchange("mapped");
 
   // The blocks' FIFOs and bounce buffers, fixed for the plan's life.
   const std::size_t blocks = p->plan.blocks.size();

@@ -194,8 +194,10 @@ HostKernelRank::HostKernelRank(const ir::Algorithm& algorithm, int rank,
       s.peerShm.push_back(std::move(*peer));
     }
   }
-  if (sharing == MailboxSharing::processes)  // the name goes once every rank has mapped it
-    exchange("mapped");
+  // No rank may leave (freeing its heap mailbox or unlinking its /dev/shm name) before every
+  // peer holds its mailbox: a rank whose part ends early would otherwise drop it while a slower
+  // peer is still looking it up (seen under TSan: "rank 0's mailbox is gone").
+  exchange("mapped");
 
   // The blocks' FIFOs and bounce buffers, fixed for the rank's life.
   const std::size_t blocks = s.plan.blocks.size();
