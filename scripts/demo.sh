@@ -30,12 +30,12 @@ echo "DOT picture written to $(cd "$(dirname "$dot_file")" && pwd)/$(basename "$
 echo "(with Graphviz installed, render it: dot -Tsvg $dot_file -o allreduce_hierarchical_2x3.svg)"
 
 echo
-echo "== The DSL in Python: PYTHONPATH=build/python python3 examples/python/ring_allreduce.py"
+echo "== The DSL in Python: PYTHONPATH=build/python /opt/chorus/venv/bin/python examples/python/ring_allreduce.py"
 echo "   (docs/python.md)"
-PYTHONPATH=build/python /usr/bin/python3 examples/python/ring_allreduce.py
+PYTHONPATH=build/python "${CHORUS_VENV:-/opt/chorus/venv}/bin/python" examples/python/ring_allreduce.py
 
 echo
-echo "== PyTorch on chorus: torchrun --nproc_per_node 2 examples/torch/ddp_train.py --backend chorus"
+echo "== PyTorch on chorus: /opt/chorus/venv/bin/torchrun --nproc_per_node 2 examples/torch/ddp_train.py --backend chorus"
 echo "   (the README's command; docs/torch.md)"
-PYTHONPATH=build/python torchrun --standalone --nproc_per_node 2 \
+PYTHONPATH=build/python "${CHORUS_VENV:-/opt/chorus/venv}/bin/torchrun" --standalone --nproc_per_node 2 \
   examples/torch/ddp_train.py --backend chorus --epochs 3

@@ -6,7 +6,7 @@ library's C++ builder (chorus.lang.library) and, when the msccl compatibility pa
 the path, written as an MSCCLang program (traced by msccl, replayed into chorus.lang); then
 compile (verifier off) and verify, each the median of --repeat runs:
 
-    PYTHONPATH=build/python:build/python/compat /usr/bin/python3 bench/python/bench_lang.py
+    PYTHONPATH=build/python:build/python/compat /opt/chorus/venv/bin/python bench/python/bench_lang.py
 """
 
 import argparse

@@ -6,7 +6,7 @@ rings do on NVLink) and each direction moves half of the bytes. The script compi
 verifies it, runs it on thread ranks, and compares its simulated time on DGX A100 with the
 library's one-way ring:
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/python/bidirectional_ring.py
+    PYTHONPATH=build/python /opt/chorus/venv/bin/python examples/python/bidirectional_ring.py
 """
 
 import argparse

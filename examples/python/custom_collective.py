@@ -4,7 +4,7 @@
 collective is given by its pre- and postcondition; chorus checks the program against it
 symbolically while tracing, in the verifier and on real data:
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/python/custom_collective.py
+    PYTHONPATH=build/python /opt/chorus/venv/bin/python examples/python/custom_collective.py
 """
 
 import argparse

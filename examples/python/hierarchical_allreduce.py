@@ -5,7 +5,7 @@ AllGathers on channel 2, and `parallelize(N)` around the intra-node phases only.
 compiled plan's shape beside the library's allreduce.hierarchical (channels 0/1/2, nothing
 parallelized), checks both on thread ranks, and simulates both on DGX A100 nodes:
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/python/hierarchical_allreduce.py [--nodes 2 --gpus 8]
+    PYTHONPATH=build/python /opt/chorus/venv/bin/python examples/python/hierarchical_allreduce.py [--nodes 2 --gpus 8]
 """
 
 import argparse

@@ -3,7 +3,7 @@
 Compiles the program with chorus's passes, verifies it, runs it on thread ranks with numpy
 arrays and simulates it on DGX A100 nodes:
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/python/ring_allreduce.py [--ranks 8]
+    PYTHONPATH=build/python /opt/chorus/venv/bin/python examples/python/ring_allreduce.py [--ranks 8]
 """
 
 import argparse

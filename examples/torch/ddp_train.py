@@ -2,11 +2,11 @@
 
 Run from the repository root (torchrun sets OMP_NUM_THREADS=1 and the env:// variables)::
 
-    PYTHONPATH=build/python torchrun --nproc_per_node 2 examples/torch/ddp_train.py --backend chorus
-    PYTHONPATH=build/python torchrun --nproc_per_node 2 examples/torch/ddp_train.py --backend gloo
+    PYTHONPATH=build/python /opt/chorus/venv/bin/torchrun --nproc_per_node 2 \
+        examples/torch/ddp_train.py --backend chorus
+    /opt/chorus/venv/bin/torchrun --nproc_per_node 2 examples/torch/ddp_train.py --backend gloo
 
-The gloo run does not import chorus; PYTHONPATH=build/python only lends Debian 12's torchrun
-its fix (build/python/sitecustomize.py). Elsewhere plain `torchrun ... --backend gloo` works.
+(/opt/chorus/venv is the virtual environment with PyTorch 2.x that scripts/install_deps.sh makes.)
 
 The task is regression onto a fixed random "teacher" MLP. Every rank builds the same dataset
 from --seed and trains on its own shard of it, so a run is deterministic and two backends see

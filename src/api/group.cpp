@@ -112,6 +112,21 @@ void forgetQueuedCalls(const Communicator::Impl* comm) {
   std::erase_if(groupQueue, [&](const QueuedCall& q) { return q.comm == comm; });
 }
 
+GroupScope::GroupScope() : depth_(groupDepth), queued_(groupQueue.size()) {
+  groupStart();
+}
+
+GroupScope::~GroupScope() {
+  if (ended_) return;
+  groupQueue.erase(groupQueue.begin() + static_cast<std::ptrdiff_t>(queued_), groupQueue.end());
+  groupDepth = depth_;
+}
+
+void GroupScope::end() {
+  ended_ = true;
+  groupEnd();
+}
+
 FailureOrigin lastGroupFailureOrigin() {
   return lastFailure;
 }

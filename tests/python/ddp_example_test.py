@@ -1,12 +1,11 @@
 """examples/torch/ddp_train.py as the README runs it: torchrun with PYTHONPATH=build/python,
 on chorus and on gloo. Both must train and end with the same loss.
 
-Run: PYTHONPATH=build/python /usr/bin/python3 -m unittest -v ddp_example_test
+Run: PYTHONPATH=build/python /opt/chorus/venv/bin/python -m unittest -v ddp_example_test
 """
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import unittest
@@ -16,10 +15,7 @@ EXAMPLE = os.path.join(REPOSITORY, "examples", "torch", "ddp_train.py")
 
 
 def torchrun_command():
-    """Debian's torchrun when it is installed, else the same launcher as a module."""
-    torchrun = shutil.which("torchrun")
-    if torchrun:
-        return [torchrun]
+    """torchrun of the Python running this test (the virtual environment's torch)."""
     return [sys.executable, "-m", "torch.distributed.run"]
 
 

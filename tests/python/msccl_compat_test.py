@@ -26,7 +26,7 @@ from msccl.topologies import dgx1, fully_connected, line, ring
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(HERE, "msccl_programs")
-PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+PYTHON = sys.executable
 
 # (test name, program file, arguments)
 CASES = [

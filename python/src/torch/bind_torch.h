@@ -5,8 +5,8 @@
 
 namespace chorus::torch_backend {
 
-// Defines `ProcessGroupChorus` in `module`. Imports torch.distributed first, so its
-// ProcessGroup and Store types are known to pybind11; call it only when the backend is wanted.
+// Defines `ProcessGroupChorus` in `module`. Imports torch.distributed first, so its Backend
+// and Store types are known to pybind11; call it only when the backend is wanted.
 void bindTorch(pybind11::module_& module);
 
 }  // namespace chorus::torch_backend

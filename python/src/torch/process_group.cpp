@@ -14,6 +14,7 @@
 
 #include "api/comm_config.h"
 #include "api/comm_factory.h"
+#include "api/group.h"
 #include "torch/c10d_store.h"
 #include "torch/tensor_types.h"
 #include "transport/store.h"
@@ -57,6 +58,12 @@ const char* callName(c10d::OpType opType) {
       return "recv";
     case c10d::OpType::BARRIER:
       return "barrier";
+    case c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED:
+      return "all_gather_into_tensor_coalesced";
+    case c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED:
+      return "reduce_scatter_tensor_coalesced";
+    case c10d::OpType::COALESCED:
+      return "coalesced calls";
     default:
       return "call";
   }
@@ -171,7 +178,7 @@ std::size_t bytesOf(const at::Tensor& tensor) {
 
 // The tensor chorus reads and writes for `user`: `user` itself when it is contiguous and of the
 // dtype chorus runs, else a contiguous tensor of `dtype` (default: the user's dtype).
-at::Tensor stagingFor(const at::Tensor& user, c10::optional<at::ScalarType> dtype = c10::nullopt) {
+at::Tensor stagingFor(const at::Tensor& user, std::optional<at::ScalarType> dtype = std::nullopt) {
   if (user.is_contiguous() && (!dtype || *dtype == user.scalar_type())) return user;
   return at::empty(user.sizes(), user.options().dtype(dtype.value_or(user.scalar_type())));
 }
@@ -223,11 +230,62 @@ std::vector<int64_t> splitsOf(const std::vector<int64_t>& given, const at::Tenso
   return given;
 }
 
+// One all_gather_into_tensor: checked when made; run() issues it, finish() copies the result
+// into a caller's output chorus could not write in place.
+struct TensorGather {
+  at::Tensor output;
+  at::Tensor input;
+  at::Tensor staging;
+
+  TensorGather(const at::Tensor& out, const at::Tensor& in, int size, const char* call)
+      : output(out), input(in) {
+    checkCpuDense(input, call, "the input");
+    checkSameKind(output, input, call, "the output");
+    TORCH_CHECK(output.numel() == size * input.numel(), "chorus: ", call, ": the output has ",
+                output.numel(), " elements; it needs ", size, " (ranks) x ", input.numel(),
+                " (the input's)");
+    staging = stagingFor(output);
+  }
+  void run(Communicator& comm) const {
+    const at::Tensor in = input.contiguous();
+    comm.allGather(in.data_ptr(), staging.data_ptr(), bytesOf(in), DataType::uint8);
+  }
+  void finish() const { copyOut(output, staging); }
+};
+
+// One reduce_scatter_tensor, likewise.
+struct TensorReduceScatter {
+  at::Tensor output;
+  at::Tensor input;
+  ReductionType reduction;
+  at::Tensor outStaging;
+  at::Tensor inStaging;
+
+  TensorReduceScatter(const at::Tensor& out, const at::Tensor& in, const c10d::ReduceOp& op,
+                      int size, const char* call)
+      : output(out), input(in), reduction(reductionTypeOf(out.scalar_type(), op, call)) {
+    checkCpuDense(input, call, "the input");
+    checkSameKind(output, input, call, "the output");
+    TORCH_CHECK(input.numel() == size * output.numel(), "chorus: ", call, ": the input has ",
+                input.numel(), " elements; it needs ", size, " (ranks) x ", output.numel(),
+                " (the output's)");
+    outStaging = stagingFor(output, reduction.stagingDtype);
+    inStaging = stagingFor(input, reduction.stagingDtype);
+  }
+  void run(Communicator& comm) const {
+    copyIn(inStaging, input);
+    comm.reduceScatter(inStaging.data_ptr(), outStaging.data_ptr(),
+                       outStaging.numel() * reduction.elementsPerItem, reduction.type,
+                       reduction.op);
+  }
+  void finish() const { copyOut(output, outStaging); }
+};
+
 }  // namespace
 
 ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                        int size, std::chrono::milliseconds timeout)
-    : ProcessGroup(rank, size),
+    : Backend(rank, size),
       comm_(connect(store, rank, size, timeout)),
       executor_(std::make_shared<api::OrderedExecutor>()) {
   init();
@@ -263,7 +321,34 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::submit(c10d::OpType opType, K
     work->settle(error);
   };
   work->setTicket(executor_->submit(std::move(task)));
+  if (coalescing_) coalesced_.push_back(work);
   return work;
+}
+
+void ProcessGroupChorus::startCoalescing() {
+  TORCH_CHECK(!coalescing_,
+              "chorus: startCoalescing: the group is coalescing already; end that first");
+  coalescing_ = true;
+  coalesced_.clear();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::endCoalescing() {
+  TORCH_CHECK(coalescing_, "chorus: endCoalescing without startCoalescing");
+  coalescing_ = false;
+  std::vector<c10::intrusive_ptr<c10d::Work>> parts = std::move(coalesced_);
+  coalesced_.clear();
+  std::vector<at::Tensor> outputs;
+  for (const auto& part : parts)
+    for (const auto& tensor : part->result())
+      outputs.push_back(tensor);
+  // A marker after the parts: calls settle in order, so once it runs they all have. It also
+  // starts point-to-point calls held back until something needs them.
+  return submit(
+      c10d::OpType::COALESCED, Kind::collective, std::move(outputs), [] {},
+      [parts] {
+        for (const auto& part : parts)
+          if (const auto error = part->exception()) std::rethrow_exception(error);
+      });
 }
 
 void ProcessGroupChorus::checkPeer(int peer, const char* call, const char* argument) const {
@@ -380,22 +465,31 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_allgather_base(
     at::Tensor& outputBuffer, at::Tensor& inputBuffer, const c10d::AllgatherOptions& /*opts*/) {
-  const char* call = "all_gather_into_tensor";
-  checkCpuDense(inputBuffer, call, "the input");
-  checkSameKind(outputBuffer, inputBuffer, call, "the output");
-  TORCH_CHECK(outputBuffer.numel() == size_ * inputBuffer.numel(), "chorus: ", call,
-              ": the output has ", outputBuffer.numel(), " elements; it needs ", size_,
-              " (ranks) x ", inputBuffer.numel(), " (the input's)");
-  const at::Tensor output = outputBuffer;
-  const at::Tensor input = inputBuffer;
-  const at::Tensor staging = stagingFor(output);
+  const TensorGather part(outputBuffer, inputBuffer, size_, "all_gather_into_tensor");
   return submit(
-      c10d::OpType::_ALLGATHER_BASE, Kind::collective, {output},
-      [this, input, staging] {
-        const at::Tensor in = input.contiguous();
-        comm_.allGather(in.data_ptr(), staging.data_ptr(), bytesOf(in), DataType::uint8);
+      c10d::OpType::_ALLGATHER_BASE, Kind::collective, {part.output},
+      [this, part] { part.run(comm_); }, [part] { part.finish(); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& /*opts*/) {
+  const char* call = "all_gather_into_tensor_coalesced";
+  TORCH_CHECK(outputs.size() == inputs.size(), "chorus: ", call, " got ", outputs.size(),
+              " outputs and ", inputs.size(), " inputs; it needs one output per input");
+  std::vector<TensorGather> parts;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    parts.emplace_back(outputs[i], inputs[i], size_, call);
+  return submit(
+      c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, Kind::collective, outputs,
+      [this, parts] {
+        for (const auto& part : parts)
+          part.run(comm_);
       },
-      [output, staging] { copyOut(output, staging); });
+      [parts] {
+        for (const auto& part : parts)
+          part.finish();
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::gather(
@@ -420,12 +514,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::gather(
       return;
     }
     std::vector<at::Tensor> stagings;
-    groupStart();
+    api::GroupScope group;
     for (int r = 0; r < size_; ++r) {
       stagings.push_back(stagingFor(outputs[r]));
       if (r != rank_) comm_.recv(stagings[r].data_ptr(), bytesOf(stagings[r]), DataType::uint8, r);
     }
-    groupEnd();
+    group.end();
     for (int r = 0; r < size_; ++r)
       outputs[r].copy_(r == rank_ ? in.view(outputs[r].sizes()) : stagings[r]);
   });
@@ -455,13 +549,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::scatter(
           return;
         }
         std::vector<at::Tensor> contiguous;
-        groupStart();
+        api::GroupScope group;
         for (int r = 0; r < size_; ++r) {
           contiguous.push_back(inputs[r].contiguous());
           if (r != rank_)
             comm_.send(contiguous[r].data_ptr(), bytesOf(contiguous[r]), DataType::uint8, r);
         }
-        groupEnd();
+        group.end();
         staging.copy_(contiguous[rank_].view(staging.sizes()));
       },
       [output, staging] { copyOut(output, staging); });
@@ -494,26 +588,32 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce_scatter(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_reduce_scatter_base(
     at::Tensor& outputTensor, at::Tensor& inputTensor, const c10d::ReduceScatterOptions& opts) {
-  const char* call = "reduce_scatter_tensor";
-  checkCpuDense(inputTensor, call, "the input");
-  checkSameKind(outputTensor, inputTensor, call, "the output");
-  TORCH_CHECK(inputTensor.numel() == size_ * outputTensor.numel(), "chorus: ", call,
-              ": the input has ", inputTensor.numel(), " elements; it needs ", size_, " (ranks) x ",
-              outputTensor.numel(), " (the output's)");
-  const ReductionType reduction = reductionTypeOf(outputTensor.scalar_type(), opts.reduceOp, call);
-  const at::Tensor output = outputTensor;
-  const at::Tensor input = inputTensor;
-  const at::Tensor outStaging = stagingFor(output, reduction.stagingDtype);
-  const at::Tensor inStaging = stagingFor(input, reduction.stagingDtype);
+  const TensorReduceScatter part(outputTensor, inputTensor, opts.reduceOp, size_,
+                                 "reduce_scatter_tensor");
   return submit(
-      c10d::OpType::_REDUCE_SCATTER_BASE, Kind::collective, {output},
-      [this, input, inStaging, outStaging, reduction] {
-        copyIn(inStaging, input);
-        comm_.reduceScatter(inStaging.data_ptr(), outStaging.data_ptr(),
-                            outStaging.numel() * reduction.elementsPerItem, reduction.type,
-                            reduction.op);
+      c10d::OpType::_REDUCE_SCATTER_BASE, Kind::collective, {part.output},
+      [this, part] { part.run(comm_); }, [part] { part.finish(); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  const char* call = "reduce_scatter_tensor_coalesced";
+  TORCH_CHECK(outputs.size() == inputs.size(), "chorus: ", call, " got ", outputs.size(),
+              " outputs and ", inputs.size(), " inputs; it needs one output per input");
+  std::vector<TensorReduceScatter> parts;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    parts.emplace_back(outputs[i], inputs[i], opts.reduceOp, size_, call);
+  return submit(
+      c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, Kind::collective, outputs,
+      [this, parts] {
+        for (const auto& part : parts)
+          part.run(comm_);
       },
-      [output, outStaging] { copyOut(output, outStaging); });
+      [parts] {
+        for (const auto& part : parts)
+          part.finish();
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(
@@ -548,21 +648,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(
   TORCH_CHECK(inRows == 0 || outRows == 0 || inRowBytes == outRowBytes, "chorus: ", call,
               ": input rows have ", inRowBytes, " bytes and output rows ", outRowBytes,
               "; all_to_all_single splits dim 0, so the other dims must match");
+  // Checked here, not in the task, so a rejected call leaves the group usable.
+  TORCH_CHECK(inSplits[rank_] * inRowBytes == outSplits[rank_] * outRowBytes, "chorus: ", call,
+              ": rank ", rank_, " sends ", inSplits[rank_], " rows to itself but expects ",
+              outSplits[rank_]);
   return submit(
       c10d::OpType::ALLTOALL_BASE, Kind::collective, {output},
-      [this, call, input, staging, inSplits, outSplits, inRowBytes, outRowBytes] {
+      [this, input, staging, inSplits, outSplits, inRowBytes, outRowBytes] {
         const at::Tensor in = input.contiguous();
         auto* inBytes = static_cast<std::uint8_t*>(in.data_ptr());
         auto* outBytes = static_cast<std::uint8_t*>(staging.data_ptr());
         std::size_t inAt = 0;
         std::size_t outAt = 0;
-        groupStart();
+        api::GroupScope group;
         for (int r = 0; r < size_; ++r) {
           const std::size_t sendBytes = inSplits[r] * inRowBytes;
           const std::size_t recvBytes = outSplits[r] * outRowBytes;
           if (r == rank_) {
-            TORCH_CHECK(sendBytes == recvBytes, "chorus: ", call, ": rank ", rank_, " sends ",
-                        inSplits[r], " rows to itself but expects ", outSplits[r]);
             std::memcpy(outBytes + outAt, inBytes + inAt, sendBytes);
           } else {
             if (sendBytes > 0) comm_.send(inBytes + inAt, sendBytes, DataType::uint8, r);
@@ -571,7 +673,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(
           inAt += sendBytes;
           outAt += recvBytes;
         }
-        groupEnd();
+        group.end();
       },
       [output, staging] { copyOut(output, staging); });
 }
@@ -589,6 +691,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall(std::vector<at::Tens
     checkSameKind(outputTensors[r], inputTensors[0], call, "an output");
     checkSameKind(inputTensors[r], inputTensors[0], call, "an input");
   }
+  TORCH_CHECK(bytesOf(inputTensors[rank_]) == bytesOf(outputTensors[rank_]), "chorus: ", call,
+              ": rank ", rank_, "'s tensors to and from itself differ in size (",
+              inputTensors[rank_].numel(), " and ", outputTensors[rank_].numel(), " elements)");
   const std::vector<at::Tensor> outputs = outputTensors;
   const std::vector<at::Tensor> inputs = inputTensors;
   std::vector<at::Tensor> stagings;
@@ -596,13 +701,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall(std::vector<at::Tens
     stagings.push_back(stagingFor(output));
   return submit(
       c10d::OpType::ALLTOALL, Kind::collective, outputs,
-      [this, call, inputs, stagings] {
+      [this, inputs, stagings] {
         std::vector<at::Tensor> contiguous;
         for (const auto& input : inputs)
           contiguous.push_back(input.contiguous());
-        TORCH_CHECK(bytesOf(contiguous[rank_]) == bytesOf(stagings[rank_]), "chorus: ", call,
-                    ": rank ", rank_, "'s tensors to and from itself differ in size");
-        groupStart();
+        api::GroupScope group;
         for (int r = 0; r < size_; ++r) {
           if (r == rank_) continue;
           if (bytesOf(contiguous[r]) > 0)
@@ -610,7 +713,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall(std::vector<at::Tens
           if (bytesOf(stagings[r]) > 0)
             comm_.recv(stagings[r].data_ptr(), bytesOf(stagings[r]), DataType::uint8, r);
         }
-        groupEnd();
+        group.end();
         stagings[rank_].copy_(contiguous[rank_].view(stagings[rank_].sizes()));
       },
       [outputs, stagings] {
@@ -654,6 +757,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::barrier(const c10d::BarrierOp
   return submit(c10d::OpType::BARRIER, Kind::collective, {}, [this] {
     comm_.allReduce(&barrierByte_, &barrierByte_, 1, DataType::uint8, ReduceOp::max);
   });
+}
+
+void ProcessGroupChorus::monitoredBarrier(const c10d::BarrierOptions& opts, bool /*waitAllRanks*/) {
+  auto work = barrier(opts);
+  const bool bounded = opts.timeout != c10d::kUnsetTimeout;
+  TORCH_CHECK(work->wait(bounded ? opts.timeout : kNoTimeout),
+              "chorus: monitored_barrier: not every rank arrived within ", opts.timeout.count(),
+              " ms");
 }
 
 }  // namespace chorus::torch_backend

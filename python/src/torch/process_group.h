@@ -1,5 +1,5 @@
-// ProcessGroupChorus: the torch.distributed backend "chorus" (c10d::ProcessGroup over one
-// chorus::Communicator). Every call is checked on the calling thread, then queued on an
+// ProcessGroupChorus: the torch.distributed backend "chorus" (a c10d::Backend of PyTorch 2.x over
+// one chorus::Communicator). Every call is checked on the calling thread, then queued on an
 // OrderedExecutor and returns a Work that completes in call order (docs/torch.md).
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "api/ordered_executor.h"
@@ -16,7 +16,7 @@
 
 namespace chorus::torch_backend {
 
-class ProcessGroupChorus : public c10d::ProcessGroup {
+class ProcessGroupChorus : public c10d::Backend {
  public:
   // Collective over the `size` members of the group: connects through `store` (the prefix store
   // torch.distributed made for this group). `timeout` bounds every wait unless CHORUS_TIMEOUT is
@@ -27,6 +27,12 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   ~ProcessGroupChorus() override;
 
   const std::string getBackendName() const override { return "chorus"; }
+
+  // torch's _coalescing_manager and batch_isend_irecv: the calls made between the two run as
+  // usual; endCoalescing() returns one Work that completes when all of them have.
+  bool supportsCoalescing() const override { return true; }
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
@@ -41,6 +47,9 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
                                            const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
                                                  const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputTensors,
                                         std::vector<at::Tensor>& inputTensors,
                                         const c10d::GatherOptions& opts) override;
@@ -52,6 +61,9 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
                                                 const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
       at::Tensor& outputTensor, at::Tensor& inputTensor,
+      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
       const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& outputTensor, at::Tensor& inputTensor,
                                                std::vector<int64_t>& outputSplitSizes,
@@ -66,6 +78,8 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
                                       int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  // Every rank of the group calls it: a barrier bounded by opts.timeout.
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) override;
 
   // The plan of the most recent collective (which algorithm, chosen how). Waits for every call
   // queued so far.
@@ -82,6 +96,9 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
 
   Communicator comm_;
   std::uint8_t barrierByte_ = 0;
+  // Between startCoalescing() and endCoalescing(): the Works of the calls made since.
+  bool coalescing_ = false;
+  std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;
   // Declared last: drained before comm_ goes away. Works share it, so wait() outlives the group.
   std::shared_ptr<api::OrderedExecutor> executor_;
 };

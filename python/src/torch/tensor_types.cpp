@@ -8,7 +8,7 @@ namespace chorus::torch_backend {
 namespace {
 
 // The chorus type of a dtype that chorus reduces natively; nullopt otherwise.
-c10::optional<DataType> nativeType(at::ScalarType dtype) {
+std::optional<DataType> nativeType(at::ScalarType dtype) {
   switch (dtype) {
     case at::kFloat:
       return DataType::float32;
@@ -27,7 +27,7 @@ c10::optional<DataType> nativeType(at::ScalarType dtype) {
     case at::kLong:
       return DataType::int64;
     default:
-      return c10::nullopt;
+      return std::nullopt;
   }
 }
 
@@ -68,11 +68,11 @@ ReductionType reductionTypeOf(at::ScalarType dtype, const c10d::ReduceOp& reduce
       case c10d::ReduceOp::SUM:
       case c10d::ReduceOp::MAX:
       case c10d::ReduceOp::BOR:
-        return {DataType::uint8, ReduceOp::max, 1, c10::nullopt};
+        return {DataType::uint8, ReduceOp::max, 1, std::nullopt};
       case c10d::ReduceOp::PRODUCT:
       case c10d::ReduceOp::MIN:
       case c10d::ReduceOp::BAND:
-        return {DataType::uint8, ReduceOp::min, 1, c10::nullopt};
+        return {DataType::uint8, ReduceOp::min, 1, std::nullopt};
       default:
         TORCH_CHECK(false, "chorus: ", call, " cannot reduce torch.bool tensors with ReduceOp.",
                     opName(op),
@@ -107,14 +107,14 @@ ReductionType reductionTypeOf(at::ScalarType dtype, const c10d::ReduceOp& reduce
                   ", which chorus does not support; use SUM, AVG, PRODUCT, MIN or MAX (scale "
                   "before a SUM for PREMUL_SUM)");
   }
-  if (auto type = nativeType(dtype)) return {*type, chorusOp, 1, c10::nullopt};
+  if (auto type = nativeType(dtype)) return {*type, chorusOp, 1, std::nullopt};
   if (dtype == at::kShort) return {DataType::int32, chorusOp, 1, at::kInt};
   if (dtype == at::kComplexFloat || dtype == at::kComplexDouble) {
     TORCH_CHECK(chorusOp == ReduceOp::sum || chorusOp == ReduceOp::avg, "chorus: ", call,
                 " got ReduceOp.", opName(op), " on ", dtypeName,
                 "; complex tensors reduce with SUM or AVG only");
     return {dtype == at::kComplexFloat ? DataType::float32 : DataType::float64, chorusOp, 2,
-            c10::nullopt};
+            std::nullopt};
   }
   TORCH_CHECK(false, "chorus: ", call, " cannot reduce ", dtypeName,
               " tensors; chorus reduces float32, float64, float16, bfloat16, int8, uint8, int16, "

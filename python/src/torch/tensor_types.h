@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string_view>
 
 #include <ATen/core/Tensor.h>
@@ -21,7 +22,7 @@ struct ReductionType {
   DataType type;
   ReduceOp op;
   int elementsPerItem = 1;
-  c10::optional<at::ScalarType> stagingDtype;
+  std::optional<at::ScalarType> stagingDtype;
 };
 
 // Throws c10::Error for a dtype/operator pair chorus cannot reduce (bitwise operators on
