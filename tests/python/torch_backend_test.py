@@ -7,6 +7,7 @@ Run: PYTHONPATH=build/python:tests/python /opt/chorus/venv/bin/python -m unittes
 (ctest -L python runs each class as its own test).
 """
 
+import datetime
 import os
 import shutil
 import tempfile
@@ -237,6 +238,14 @@ def check_errors(rank, world):
         expect_error("cannot split equally", lambda: dist.all_to_all_single(
             torch.empty(world * 2 + 1), torch.empty(world * 2 + 1))),
         expect_error("must be a rank of the group", lambda: dist.send(torch.ones(1), world + 5)),
+        # Rejected before the call is queued: the group calls inside all_to_all must not be left
+        # open (every later call on this thread would be queued and never run).
+        expect_error("rows to itself", lambda: dist.all_to_all_single(
+            torch.empty(world + 1), torch.empty(world), input_split_sizes=[1] * world,
+            output_split_sizes=[2 if r == rank else 1 for r in range(world)])),
+        expect_error("to and from itself differ in size", lambda: dist.all_to_all(
+            [torch.empty(2 if r == rank else 1) for r in range(world)],
+            [torch.empty(1) for _ in range(world)])),
     ]
     # The group is still usable after rejected calls.
     t = torch.ones(3)
@@ -289,6 +298,50 @@ def check_async_order(rank, world):
     return True
 
 
+def check_coalesced(rank, world):
+    import torch.distributed as dist
+
+    cpu = torch.device("cpu")
+    sizes = [5, 1, 300]
+    # all_gather_into_tensor in a coalescing manager: one allgather_into_tensor_coalesced.
+    ins = [torch.full((n,), float(rank * 10 + i)) for i, n in enumerate(sizes)]
+    outs = [torch.empty(world * n) for n in sizes]
+    with dist._coalescing_manager(device=cpu, async_ops=True) as manager:
+        for out, mine in zip(outs, ins):
+            dist.all_gather_into_tensor(out, mine)
+    manager.wait()
+    for i, n in enumerate(sizes):
+        expected = torch.cat([torch.full((n,), float(r * 10 + i)) for r in range(world)])
+        assert_equal(outs[i], expected, f"coalesced all_gather_into_tensor {i}")
+    # reduce_scatter_tensor likewise (reduce_scatter_tensor_coalesced).
+    ins = [torch.arange(world * n, dtype=torch.float64) + rank for n in sizes]
+    outs = [torch.empty(n, dtype=torch.float64) for n in sizes]
+    with dist._coalescing_manager(device=cpu, async_ops=True) as manager:
+        for out, full in zip(outs, ins):
+            dist.reduce_scatter_tensor(out, full)
+    manager.wait()
+    for i, n in enumerate(sizes):
+        total = sum(torch.arange(world * n, dtype=torch.float64) + r for r in range(world))
+        assert_equal(outs[i], total[rank * n:(rank + 1) * n],
+                     f"coalesced reduce_scatter_tensor {i}")
+    # all_reduce likewise (allreduce_coalesced), synchronous.
+    ts = [torch.full((n,), float(rank + 1)) for n in sizes]
+    with dist._coalescing_manager(device=cpu):
+        for t in ts:
+            dist.all_reduce(t)
+    for i, t in enumerate(ts):
+        assert_equal(t, torch.full_like(t, float(sum(range(1, world + 1)))),
+                     f"coalesced all_reduce {i}")
+    # Point-to-point inside the manager: endCoalescing's one Work covers every call.
+    into = torch.empty(1000)
+    with dist._coalescing_manager(device=cpu, async_ops=True) as manager:
+        dist.isend(torch.full((1000,), float(rank)), (rank + 1) % world)
+        dist.irecv(into, (rank - 1) % world)
+    manager.wait()
+    assert_equal(into, torch.full((1000,), float((rank - 1) % world)), "coalesced isend/irecv")
+    return dist.get_backend_config(), dist.get_backend()
+
+
 def check_subgroups(rank, world):
     import chorus.torch
     import torch.distributed as dist
@@ -326,6 +379,20 @@ def run_until_peer_dies(rank, world, victim):
             return {"step": step, "seconds": time.time() - start, "message": str(error)}
         t.fill_(1.0)
     raise AssertionError("the group never noticed that a rank died")
+
+
+def call_with_its_own_timeout(rank, world, late_rank):
+    """A barrier with a 1 s timeout of its own that a late rank misses by 4 s."""
+    import torch.distributed as dist
+
+    if rank == late_rank:
+        time.sleep(4)
+    start = time.time()
+    try:
+        dist.barrier(timeout=datetime.timedelta(seconds=1))
+    except RuntimeError as error:
+        return {"seconds": time.time() - start, "message": str(error)}
+    return {"seconds": time.time() - start, "message": None}
 
 
 def run_with_algo_dir(rank, world):
@@ -386,6 +453,13 @@ class ErrorsAreClear(unittest.TestCase):
             self.assertTrue(text.startswith("chorus: "), text)
 
 
+class CoalescedCalls(unittest.TestCase):
+    def test_coalescing_manager_on_two_and_three_ranks(self):
+        for world in (2, 3):
+            results = run_ranks(world, check_coalesced)
+            self.assertEqual(results[0], ("cpu:chorus", "chorus"))
+
+
 class AsyncWork(unittest.TestCase):
     def test_works_complete_in_order_and_point_to_point_cannot_deadlock(self):
         run_ranks(2, check_async_order)
@@ -409,6 +483,20 @@ class Faults(unittest.TestCase):
             self.assertIn("chorus: all_reduce failed on rank", report["message"])
             self.assertIn(f"rank {victim}", report["message"].split("failed on rank")[1])
             self.assertLess(report["seconds"], 60, report)
+
+
+class CallTimeouts(unittest.TestCase):
+    def test_a_call_s_own_timeout_fails_it_and_the_group(self):
+        # The group's timeout is torch's default (30 minutes); the call's is 1 s.
+        results = run_ranks(2, call_with_its_own_timeout, 1)
+        punctual, late = results[0], results[1]
+        self.assertIsNotNone(punctual["message"], "the barrier outlived its 1 s timeout")
+        self.assertIn("did not complete within its timeout of 1000 ms", punctual["message"])
+        self.assertLess(punctual["seconds"], 3.5, punctual)
+        # The late rank finds the group aborted, and says by whom.
+        self.assertIsNotNone(late["message"], late)
+        self.assertIn("did not complete within its timeout", late["message"])
+        self.assertLess(late["seconds"], 5, late)
 
 
 class AlgorithmFiles(unittest.TestCase):

@@ -287,6 +287,7 @@ ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& st
                                        int size, std::chrono::milliseconds timeout)
     : Backend(rank, size),
       comm_(connect(store, rank, size, timeout)),
+      watchdog_([this](const std::string& message) { comm_.abort(message); }),
       executor_(std::make_shared<api::OrderedExecutor>()) {
   init();
 }
@@ -303,13 +304,25 @@ ProcessGroupChorus::~ProcessGroupChorus() {
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::submit(c10d::OpType opType, Kind kind,
+                                                          std::chrono::milliseconds timeout,
                                                           std::vector<at::Tensor> outputs,
                                                           std::function<void()> run,
                                                           std::function<void()> onSuccess) {
   auto work = c10::make_intrusive<ChorusWork>(executor_, rank_, opType, std::move(outputs));
   api::OrderedExecutor::Task task;
   task.kind = kind;
-  task.run = std::move(run);
+  if (timeout == c10d::kUnsetTimeout) {
+    task.run = std::move(run);
+  } else {
+    // The call's own timeout counts from now, as the caller sees it.
+    const auto deadline = CallWatchdog::Clock::now() + timeout;
+    task.run = [this, run = std::move(run), deadline, timeout, opType] {
+      watchdog_.arm(deadline, fmt::format("{} on rank {}", callName(opType), rank_), timeout);
+      const std::unique_ptr<CallWatchdog, void (*)(CallWatchdog*)> disarm(
+          &watchdog_, [](CallWatchdog* watchdog) { watchdog->disarm(); });
+      run();
+    };
+  }
   task.settle = [work, onSuccess = std::move(onSuccess)](std::exception_ptr error) {
     if (!error && onSuccess) {
       try {
@@ -344,7 +357,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::endCoalescing() {
   // A marker after the parts: calls settle in order, so once it runs they all have. It also
   // starts point-to-point calls held back until something needs them.
   return submit(
-      c10d::OpType::COALESCED, Kind::collective, std::move(outputs), [] {},
+      c10d::OpType::COALESCED, Kind::collective, c10d::kUnsetTimeout, std::move(outputs), [] {},
       [parts] {
         for (const auto& part : parts)
           if (const auto error = part->exception()) std::rethrow_exception(error);
@@ -370,7 +383,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::broadcast(std::vector<at::Ten
   const int root = static_cast<int>(opts.rootRank);
   const at::Tensor staging = stagingFor(tensor);
   return submit(
-      c10d::OpType::BROADCAST, Kind::collective, {tensor},
+      c10d::OpType::BROADCAST, Kind::collective, opts.timeout, {tensor},
       [this, tensor, staging, root] {
         if (rank_ == root) copyIn(staging, tensor);
         comm_.broadcast(staging.data_ptr(), staging.data_ptr(), bytesOf(staging), DataType::uint8,
@@ -386,7 +399,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allreduce(std::vector<at::Ten
       reductionTypeOf(tensor.scalar_type(), opts.reduceOp, "all_reduce");
   const at::Tensor staging = stagingFor(tensor, reduction.stagingDtype);
   return submit(
-      c10d::OpType::ALLREDUCE, Kind::collective, {tensor},
+      c10d::OpType::ALLREDUCE, Kind::collective, opts.timeout, {tensor},
       [this, tensor, staging, reduction] {
         copyIn(staging, tensor);
         comm_.allReduce(staging.data_ptr(), staging.data_ptr(),
@@ -407,7 +420,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allreduce_coalesced(
     stagings.push_back(stagingFor(tensor, reductions.back().stagingDtype));
   }
   return submit(
-      c10d::OpType::ALLREDUCE_COALESCED, Kind::collective, tensors,
+      c10d::OpType::ALLREDUCE_COALESCED, Kind::collective, opts.timeout, tensors,
       [this, tensors, stagings, reductions] {
         for (std::size_t i = 0; i < tensors.size(); ++i) {
           copyIn(stagings[i], tensors[i]);
@@ -432,7 +445,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce(std::vector<at::Tensor
   const ReductionType reduction = reductionTypeOf(tensor.scalar_type(), opts.reduceOp, "reduce");
   const at::Tensor staging = stagingFor(tensor, reduction.stagingDtype);
   return submit(
-      c10d::OpType::REDUCE, Kind::collective, {tensor},
+      c10d::OpType::REDUCE, Kind::collective, opts.timeout, {tensor},
       [this, tensor, staging, reduction, root] {
         copyIn(staging, tensor);
         // Only the root's tensor receives the result; the others' are left unchanged.
@@ -447,33 +460,34 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce(std::vector<at::Tensor
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather(
     std::vector<std::vector<at::Tensor>>& outputTensors, std::vector<at::Tensor>& inputTensors,
-    const c10d::AllgatherOptions& /*opts*/) {
+    const c10d::AllgatherOptions& opts) {
   const at::Tensor input = singleTensor(inputTensors, "all_gather");
   TORCH_CHECK(outputTensors.size() == 1, "chorus: all_gather takes one output list per rank (got ",
               outputTensors.size(), ")");
   const std::vector<at::Tensor> outputs = outputTensors[0];
   checkList(outputs, input, size_, "all_gather", "output");
   const int64_t n = input.numel();
-  return submit(c10d::OpType::ALLGATHER, Kind::collective, outputs, [this, input, outputs, n] {
-    const at::Tensor flat = at::empty({size_ * n}, input.options());
-    const at::Tensor in = input.contiguous();
-    comm_.allGather(in.data_ptr(), flat.data_ptr(), bytesOf(in), DataType::uint8);
-    for (int r = 0; r < size_; ++r)
-      outputs[r].copy_(flat.narrow(0, r * n, n).view(outputs[r].sizes()));
-  });
+  return submit(c10d::OpType::ALLGATHER, Kind::collective, opts.timeout, outputs,
+                [this, input, outputs, n] {
+                  const at::Tensor flat = at::empty({size_ * n}, input.options());
+                  const at::Tensor in = input.contiguous();
+                  comm_.allGather(in.data_ptr(), flat.data_ptr(), bytesOf(in), DataType::uint8);
+                  for (int r = 0; r < size_; ++r)
+                    outputs[r].copy_(flat.narrow(0, r * n, n).view(outputs[r].sizes()));
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_allgather_base(
-    at::Tensor& outputBuffer, at::Tensor& inputBuffer, const c10d::AllgatherOptions& /*opts*/) {
+    at::Tensor& outputBuffer, at::Tensor& inputBuffer, const c10d::AllgatherOptions& opts) {
   const TensorGather part(outputBuffer, inputBuffer, size_, "all_gather_into_tensor");
   return submit(
-      c10d::OpType::_ALLGATHER_BASE, Kind::collective, {part.output},
+      c10d::OpType::_ALLGATHER_BASE, Kind::collective, opts.timeout, {part.output},
       [this, part] { part.run(comm_); }, [part] { part.finish(); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-    const c10d::AllgatherOptions& /*opts*/) {
+    const c10d::AllgatherOptions& opts) {
   const char* call = "all_gather_into_tensor_coalesced";
   TORCH_CHECK(outputs.size() == inputs.size(), "chorus: ", call, " got ", outputs.size(),
               " outputs and ", inputs.size(), " inputs; it needs one output per input");
@@ -481,7 +495,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather_into_tensor_coalesc
   for (std::size_t i = 0; i < inputs.size(); ++i)
     parts.emplace_back(outputs[i], inputs[i], size_, call);
   return submit(
-      c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, Kind::collective, outputs,
+      c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, Kind::collective, opts.timeout, outputs,
       [this, parts] {
         for (const auto& part : parts)
           part.run(comm_);
@@ -507,22 +521,24 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::gather(
     TORCH_CHECK(outputTensors.empty() || outputTensors[0].empty(),
                 "chorus: gather: only the destination rank passes a gather_list");
   }
-  return submit(c10d::OpType::GATHER, Kind::collective, outputs, [this, input, outputs, root] {
-    const at::Tensor in = input.contiguous();
-    if (rank_ != root) {
-      comm_.send(in.data_ptr(), bytesOf(in), DataType::uint8, root);
-      return;
-    }
-    std::vector<at::Tensor> stagings;
-    api::GroupScope group;
-    for (int r = 0; r < size_; ++r) {
-      stagings.push_back(stagingFor(outputs[r]));
-      if (r != rank_) comm_.recv(stagings[r].data_ptr(), bytesOf(stagings[r]), DataType::uint8, r);
-    }
-    group.end();
-    for (int r = 0; r < size_; ++r)
-      outputs[r].copy_(r == rank_ ? in.view(outputs[r].sizes()) : stagings[r]);
-  });
+  return submit(c10d::OpType::GATHER, Kind::collective, opts.timeout, outputs,
+                [this, input, outputs, root] {
+                  const at::Tensor in = input.contiguous();
+                  if (rank_ != root) {
+                    comm_.send(in.data_ptr(), bytesOf(in), DataType::uint8, root);
+                    return;
+                  }
+                  std::vector<at::Tensor> stagings;
+                  api::GroupScope group;
+                  for (int r = 0; r < size_; ++r) {
+                    stagings.push_back(stagingFor(outputs[r]));
+                    if (r != rank_)
+                      comm_.recv(stagings[r].data_ptr(), bytesOf(stagings[r]), DataType::uint8, r);
+                  }
+                  group.end();
+                  for (int r = 0; r < size_; ++r)
+                    outputs[r].copy_(r == rank_ ? in.view(outputs[r].sizes()) : stagings[r]);
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::scatter(
@@ -542,7 +558,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::scatter(
   }
   const at::Tensor staging = stagingFor(output);
   return submit(
-      c10d::OpType::SCATTER, Kind::collective, {output},
+      c10d::OpType::SCATTER, Kind::collective, opts.timeout, {output},
       [this, inputs, staging, root] {
         if (rank_ != root) {
           comm_.recv(staging.data_ptr(), bytesOf(staging), DataType::uint8, root);
@@ -574,7 +590,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce_scatter(
       reductionTypeOf(output.scalar_type(), opts.reduceOp, "reduce_scatter");
   const at::Tensor staging = stagingFor(output, reduction.stagingDtype);
   return submit(
-      c10d::OpType::REDUCE_SCATTER, Kind::collective, {output},
+      c10d::OpType::REDUCE_SCATTER, Kind::collective, opts.timeout, {output},
       [this, inputs, staging, reduction] {
         const int64_t n = staging.numel();
         const at::Tensor flat = at::empty({size_ * n}, staging.options());
@@ -591,7 +607,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_reduce_scatter_base(
   const TensorReduceScatter part(outputTensor, inputTensor, opts.reduceOp, size_,
                                  "reduce_scatter_tensor");
   return submit(
-      c10d::OpType::_REDUCE_SCATTER_BASE, Kind::collective, {part.output},
+      c10d::OpType::_REDUCE_SCATTER_BASE, Kind::collective, opts.timeout, {part.output},
       [this, part] { part.run(comm_); }, [part] { part.finish(); });
 }
 
@@ -605,7 +621,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce_scatter_tensor_coalesc
   for (std::size_t i = 0; i < inputs.size(); ++i)
     parts.emplace_back(outputs[i], inputs[i], opts.reduceOp, size_, call);
   return submit(
-      c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, Kind::collective, outputs,
+      c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, Kind::collective, opts.timeout, outputs,
       [this, parts] {
         for (const auto& part : parts)
           part.run(comm_);
@@ -618,7 +634,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce_scatter_tensor_coalesc
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(
     at::Tensor& outputTensor, at::Tensor& inputTensor, std::vector<int64_t>& outputSplitSizes,
-    std::vector<int64_t>& inputSplitSizes, const c10d::AllToAllOptions& /*opts*/) {
+    std::vector<int64_t>& inputSplitSizes, const c10d::AllToAllOptions& opts) {
   const char* call = "all_to_all_single";
   checkCpuDense(inputTensor, call, "the input");
   checkSameKind(outputTensor, inputTensor, call, "the output");
@@ -631,7 +647,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(
                 "; with equal splits they must match");
     splitsOf({}, input, size_, "input");
     return submit(
-        c10d::OpType::ALLTOALL_BASE, Kind::collective, {output},
+        c10d::OpType::ALLTOALL_BASE, Kind::collective, opts.timeout, {output},
         [this, input, staging] {
           const at::Tensor in = input.contiguous();
           comm_.allToAll(in.data_ptr(), staging.data_ptr(), bytesOf(in) / size_, DataType::uint8);
@@ -653,7 +669,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(
               ": rank ", rank_, " sends ", inSplits[rank_], " rows to itself but expects ",
               outSplits[rank_]);
   return submit(
-      c10d::OpType::ALLTOALL_BASE, Kind::collective, {output},
+      c10d::OpType::ALLTOALL_BASE, Kind::collective, opts.timeout, {output},
       [this, input, staging, inSplits, outSplits, inRowBytes, outRowBytes] {
         const at::Tensor in = input.contiguous();
         auto* inBytes = static_cast<std::uint8_t*>(in.data_ptr());
@@ -680,7 +696,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall(std::vector<at::Tensor>& outputTensors,
                                                             std::vector<at::Tensor>& inputTensors,
-                                                            const c10d::AllToAllOptions& /*opts*/) {
+                                                            const c10d::AllToAllOptions& opts) {
   const char* call = "all_to_all";
   TORCH_CHECK(static_cast<int>(inputTensors.size()) == size_ &&
                   static_cast<int>(outputTensors.size()) == size_,
@@ -700,7 +716,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall(std::vector<at::Tens
   for (const auto& output : outputs)
     stagings.push_back(stagingFor(output));
   return submit(
-      c10d::OpType::ALLTOALL, Kind::collective, outputs,
+      c10d::OpType::ALLTOALL, Kind::collective, opts.timeout, outputs,
       [this, inputs, stagings] {
         std::vector<at::Tensor> contiguous;
         for (const auto& input : inputs)
@@ -728,9 +744,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::send(std::vector<at::Tensor>&
   checkPeer(dstRank, "send", "dst");
   // Snapshot a non-contiguous tensor now, as torch's other backends do.
   const at::Tensor data = tensor.contiguous();
-  return submit(c10d::OpType::SEND, Kind::pointToPoint, {tensor}, [this, data, dstRank] {
-    comm_.send(data.data_ptr(), bytesOf(data), DataType::uint8, dstRank);
-  });
+  return submit(c10d::OpType::SEND, Kind::pointToPoint, c10d::kUnsetTimeout, {tensor},
+                [this, data, dstRank] {
+                  comm_.send(data.data_ptr(), bytesOf(data), DataType::uint8, dstRank);
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recv(std::vector<at::Tensor>& tensors,
@@ -739,7 +756,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recv(std::vector<at::Tensor>&
   checkPeer(srcRank, "recv", "src");
   const at::Tensor staging = stagingFor(tensor);
   return submit(
-      c10d::OpType::RECV, Kind::pointToPoint, {tensor},
+      c10d::OpType::RECV, Kind::pointToPoint, c10d::kUnsetTimeout, {tensor},
       [this, staging, srcRank] {
         comm_.recv(staging.data_ptr(), bytesOf(staging), DataType::uint8, srcRank);
       },
@@ -753,8 +770,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recvAnysource(
               "messages per pair of ranks, so pass src");
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::barrier(const c10d::BarrierOptions& /*opts*/) {
-  return submit(c10d::OpType::BARRIER, Kind::collective, {}, [this] {
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::barrier(const c10d::BarrierOptions& opts) {
+  return submit(c10d::OpType::BARRIER, Kind::collective, opts.timeout, {}, [this] {
     comm_.allReduce(&barrierByte_, &barrierByte_, 1, DataType::uint8, ReduceOp::max);
   });
 }

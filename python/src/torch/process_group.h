@@ -13,6 +13,7 @@
 
 #include "api/ordered_executor.h"
 #include "chorus/chorus.h"
+#include "torch/call_watchdog.h"
 
 namespace chorus::torch_backend {
 
@@ -89,12 +90,16 @@ class ProcessGroupChorus : public c10d::Backend {
   using Kind = api::OrderedExecutor::Kind;
   // Queues `run` (which issues the chorus calls) and returns its Work; `onSuccess` runs after it
   // on the same thread (copies staged results back). `outputs` are the Work's result().
+  // `timeout` (the call's opts.timeout, or kUnsetTimeout) arms the watchdog while it runs.
   c10::intrusive_ptr<c10d::Work> submit(c10d::OpType opType, Kind kind,
+                                        std::chrono::milliseconds timeout,
                                         std::vector<at::Tensor> outputs, std::function<void()> run,
                                         std::function<void()> onSuccess = {});
   void checkPeer(int peer, const char* call, const char* argument) const;
 
   Communicator comm_;
+  // Outlives every running call (executor_ is destroyed first).
+  CallWatchdog watchdog_;
   std::uint8_t barrierByte_ = 0;
   // Between startCoalescing() and endCoalescing(): the Works of the calls made since.
   bool coalescing_ = false;
