@@ -1,8 +1,9 @@
-"""chorus vs gloo through torch.distributed, in one job: all_reduce, all_gather, all_to_all.
+"""chorus vs gloo through torch.distributed, in one job: all_reduce, all_gather_into_tensor,
+reduce_scatter_tensor and all_to_all_single.
 
 Run from the repository root (see bench/torch/README.md)::
 
-    PYTHONPATH=build/python torchrun --nproc_per_node 2 bench/torch/bench_torch.py \\
+    PYTHONPATH=build/python /opt/chorus/venv/bin/torchrun --nproc_per_node 2 bench/torch/bench_torch.py \\
         [--sizes 1K-64M] [--rounds 3] [--iters-budget 0.2] [--json PATH] [--quick]
 
 The default group is gloo; a second group over the same ranks runs chorus
@@ -30,7 +31,8 @@ import torch.distributed as dist
 import chorus.torch
 
 BACKENDS = ("chorus", "gloo")
-COLLECTIVES = ("all_reduce", "all_gather_into_tensor", "all_to_all_single")
+COLLECTIVES = ("all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor",
+               "all_to_all_single")
 DEFAULT_SIZES = "1K-64M"
 QUICK_SIZES = "4K,256K,4M"
 MIN_ITERS = 3
@@ -117,7 +119,8 @@ class Case:
         # add inf and nan at full speed (only subnormals are slow, and none arise here).
         generator = torch.Generator().manual_seed(1000 + rank)
         self.input = torch.randint(-8, 8, (numel,), generator=generator).float()
-        out_numel = numel * world if collective == "all_gather_into_tensor" else numel
+        out_numel = {"all_gather_into_tensor": numel * world,
+                     "reduce_scatter_tensor": numel // world}.get(collective, numel)
         self.buffer = torch.empty(numel)
         self.output = torch.empty(out_numel)
         self.gather_views = list(self.output.chunk(world))
@@ -129,6 +132,7 @@ class Case:
         """busbw = bus_factor * per-rank bytes / time, as nccl-tests computes it."""
         return {"all_reduce": 2 * (world - 1) / world,
                 "all_gather_into_tensor": (world - 1) / world * world,  # of the whole output
+                "reduce_scatter_tensor": (world - 1) / world,  # of the whole input
                 "all_to_all_single": (world - 1) / world}[collective]
 
     def reset(self):
@@ -140,6 +144,8 @@ class Case:
             dist.all_reduce(self.buffer, group=group)
         elif self.collective == "all_to_all_single":
             dist.all_to_all_single(self.output, self.buffer, group=group)
+        elif self.collective == "reduce_scatter_tensor":
+            dist.reduce_scatter_tensor(self.output, self.buffer, group=group)
         elif backend == "chorus" or self.gloo_into_tensor:
             dist.all_gather_into_tensor(self.output, self.buffer, group=group)
         else:

@@ -162,6 +162,7 @@ class P2pBatch {
     std::size_t remaining = transfers_.size();
     runtime::IdleBackoff backoff(connections_.ranksOnThisHost() *
                                  (1 + connections_.progressThreads()));
+    bool departureSeen = false;
     while (remaining > 0) {
       bool progressed = false;
       for (auto& lane : lanes_) {
@@ -175,6 +176,7 @@ class P2pBatch {
       }
       if (progressed) {
         backoff.reset();
+        departureSeen = false;
         continue;
       }
       // Nothing moved: back off, and now and then check for failures and the deadline.
@@ -183,9 +185,30 @@ class P2pBatch {
         if (!reason.empty())
           throw CommError(
               fmt::format("rank {}: {} aborted: {}", rank_, firstPending().describe(), reason));
+        // A peer that left cleanly wrote everything it sent before it left: after one more look
+        // at the FIFOs, a transfer still waiting on it never ends.
+        if (const Transfer* stuck = pendingOnDepartedPeer()) {
+          if (departureSeen)
+            throw CommError(fmt::format(
+                "rank {}: {} cannot complete: rank {} left the group (destroyed its communicator) "
+                "without the matching {}",
+                rank_, stuck->describe(), stuck->call->peer,
+                stuck->call->isSend ? "recv" : "send"));
+          departureSeen = true;
+          continue;
+        }
         if (std::chrono::steady_clock::now() > deadline) failTimeout();
       }
     }
+  }
+
+  // The first unfinished transfer of a lane whose peer has left the group, or nullptr.
+  const Transfer* pendingOnDepartedPeer() const {
+    for (const auto& lane : lanes_)
+      if (lane.next < lane.transfers.size() && lane.peer != rank_ &&
+          connections_.peerDeparted(lane.peer))
+        return &transfers_[lane.transfers[lane.next]];
+    return nullptr;
   }
 
   // Payload bytes of piece `i` of `t` and where they start in the user's buffer.

@@ -51,6 +51,9 @@ class ConnectionSet {
                                    std::uint64_t number, std::string_view details);
   // The description `peer` published last ("" if none).
   virtual std::string peerCall(int peer) const = 0;
+  // True once `peer` has left the group cleanly (destroyed its end), where the transport can
+  // tell; a wait on it can then never end. The default cannot tell.
+  virtual bool peerDeparted(int /*peer*/) const { return false; }
   // Threads the transport runs per rank besides the caller's (tcp's progress thread), so
   // pollers can tell when the host's cores are oversubscribed.
   virtual int progressThreads() const { return 0; }

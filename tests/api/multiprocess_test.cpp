@@ -105,6 +105,39 @@ TEST(MultiprocessTest, APeerThatExitsFailsTheOthersWithCommError) {
   EXPECT_EQ(codes, std::vector<int>(2, kOk));
 }
 
+// A peer that destroys its communicator (and lives on) while this rank waits for it: a
+// collective it never made and a recv it never sent fail at once, naming it, not at the timeout.
+TEST(MultiprocessTest, APeerThatLeavesCleanlyFailsWhatStillNeedsItAtOnce) {
+  REQUIRE_SINGLE_THREADED();
+  for (const bool collective : {true, false}) {
+    const auto codes = runRanks(2, [collective](int rank, const std::string& hex) {
+      std::optional<Communicator> comm =
+          Communicator::initRank(2, uniqueIdFromHex(hex), rank, apitest::testConfig(60s));
+      if (!allReduceIsExact(*comm, 100)) return kWrong;
+      if (rank == 1) {
+        comm.reset();  // leaves the group, then stays alive past the survivor's check
+        std::this_thread::sleep_for(3s);
+        return kOk;
+      }
+      Buffer data(DataType::float32, 64);
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        if (collective)
+          comm->allReduce(data.data(), data.data(), 64, DataType::float32, ReduceOp::sum);
+        else
+          comm->recv(data.data(), 64, DataType::float32, 1);
+      } catch (const CommError& e) {
+        std::fprintf(stderr, "rank 0 (expected): %s\n", e.what());
+        const bool fast = std::chrono::steady_clock::now() - start < 2s;
+        const bool named = std::string(e.what()).find("rank 1 left the group") != std::string::npos;
+        return fast && named ? kOk : kWrong;
+      }
+      return kWrong;
+    });
+    EXPECT_EQ(codes, std::vector<int>(2, kOk)) << (collective ? "allreduce" : "recv");
+  }
+}
+
 TEST(MultiprocessTest, DeviceExecutorOverShmWithInitRank) {
   REQUIRE_SINGLE_THREADED();
   const auto codes = runRanks(3, [](int rank, const std::string& hex) {

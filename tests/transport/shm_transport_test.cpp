@@ -381,6 +381,40 @@ TEST_F(ShmTransportTest, PeerThatLeavesCleanlyIsNotAFailure) {
   }
 }
 
+TEST_F(ShmTransportTest, PeerThatLeftBeforeTheCollectiveThisRankWaitsInFailsItAtOnce) {
+  Child child([&] {
+    auto connections = connect(1);
+    connections->publishNumberedCall(1, "allreduce", 0, "(count 3 float32 sum)");
+    // Leaves after one collective (#0), while rank 0 goes on to #1.
+  });
+  auto connections = connect(0);
+  EXPECT_EQ(child.join(), "");
+  EXPECT_TRUE(connections->peerDeparted(1));
+  connections->publishNumberedCall(1, "allreduce", 0, "(count 3 float32 sum)");
+  for (int check = 0; check < 5; ++check) {
+    EXPECT_EQ(connections->abortReason(), "") << "rank 1 made collective #0 too";
+    std::this_thread::sleep_for(2ms);  // past the liveness check interval
+  }
+  connections->publishNumberedCall(1, "allreduce", 1, "(count 3 float32 sum)");
+  EXPECT_TRUE(eventually([&] { return !connections->abortReason().empty(); }, 2s));
+  EXPECT_THAT(connections->abortReason(),
+              HasSubstr("rank 1 left the group (destroyed its communicator) after 1 collective "
+                        "calls, while rank 0 waits in collective #1"));
+}
+
+TEST_F(ShmTransportTest, PeerThatLeftIsNoFailureOutsideACollective) {
+  Child child([&] { auto connections = connect(1); });
+  auto connections = connect(0);
+  EXPECT_EQ(child.join(), "");
+  connections->publishCall("send #0 to rank 1 (count 4 uint8)");
+  for (int check = 0; check < 5; ++check) {
+    EXPECT_EQ(connections->abortReason(), "");
+    std::this_thread::sleep_for(2ms);
+  }
+  EXPECT_TRUE(connections->peerDeparted(1));
+  EXPECT_FALSE(connections->peerDeparted(0));
+}
+
 class PeerLivenessTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(PeerLivenessTest, SeesAPeerExitAsZombieAndAfterReaping) {

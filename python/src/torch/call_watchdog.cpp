@@ -9,12 +9,19 @@ CallWatchdog::CallWatchdog(std::function<void(const std::string&)> onExpiry)
     : onExpiry_(std::move(onExpiry)) {}
 
 CallWatchdog::~CallWatchdog() {
+  stop();
+}
+
+void CallWatchdog::stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
+    armed_ = false;
   }
   changed_.notify_all();
   if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(mutex_);
+  stopping_ = false;
 }
 
 void CallWatchdog::arm(Clock::time_point deadline, std::string what,

@@ -22,7 +22,7 @@ class CallWatchdog {
   // `onExpiry(message)` must be callable from any thread while a call runs (chorus's
   // Communicator::abort is).
   explicit CallWatchdog(std::function<void(const std::string&)> onExpiry);
-  // Stops the thread; an armed call is no longer watched.
+  // Stops the thread (stop()).
   ~CallWatchdog();
   CallWatchdog(const CallWatchdog&) = delete;
   CallWatchdog& operator=(const CallWatchdog&) = delete;
@@ -32,6 +32,9 @@ class CallWatchdog {
   // first use. One call at a time (the group's calls run one after another).
   void arm(Clock::time_point deadline, std::string what, std::chrono::milliseconds timeout);
   void disarm();
+  // Stops and joins the thread; an armed call is no longer watched, and onExpiry is not running
+  // once it returns. Later arm() calls start it again.
+  void stop();
 
  private:
   void loop();

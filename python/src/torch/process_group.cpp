@@ -287,12 +287,16 @@ ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& st
                                        int size, std::chrono::milliseconds timeout)
     : Backend(rank, size),
       comm_(connect(store, rank, size, timeout)),
-      watchdog_([this](const std::string& message) { comm_.abort(message); }),
+      watchdog_([this](const std::string& message) { comm_->abort(message); }),
       executor_(std::make_shared<api::OrderedExecutor>()) {
   init();
 }
 
 ProcessGroupChorus::~ProcessGroupChorus() {
+  drainWithoutTheGil();
+}
+
+void ProcessGroupChorus::drainWithoutTheGil() {
   // A queued call may complete a future whose callbacks take the GIL (DDP's hooks written in
   // Python): never wait for them while holding it.
   if (Py_IsInitialized() != 0 && PyGILState_Check() != 0) {
@@ -301,6 +305,25 @@ ProcessGroupChorus::~ProcessGroupChorus() {
   } else {
     executor_->drain();
   }
+}
+
+void ProcessGroupChorus::shutdown() {
+  drainWithoutTheGil();
+  watchdog_.stop();
+  // Destroying the communicator tells the peers at once that this rank has left (a peer
+  // waiting in a collective this rank never made then fails instead of timing out).
+  comm_.reset();
+}
+
+void ProcessGroupChorus::abort() {
+  if (comm_) comm_->abort("torch aborted the process group (ProcessGroup.abort)");
+}
+
+Communicator& ProcessGroupChorus::comm() {
+  TORCH_CHECK(comm_.has_value(),
+              "chorus: the group was shut down (destroy_process_group); "
+              "create a new group with init_process_group or new_group");
+  return *comm_;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::submit(c10d::OpType opType, Kind kind,
@@ -371,7 +394,7 @@ void ProcessGroupChorus::checkPeer(int peer, const char* call, const char* argum
 
 PlanInfo ProcessGroupChorus::lastPlan() {
   executor_->drain();
-  return comm_.lastPlan();
+  return comm().lastPlan();
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::broadcast(std::vector<at::Tensor>& tensors,
@@ -386,8 +409,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::broadcast(std::vector<at::Ten
       c10d::OpType::BROADCAST, Kind::collective, opts.timeout, {tensor},
       [this, tensor, staging, root] {
         if (rank_ == root) copyIn(staging, tensor);
-        comm_.broadcast(staging.data_ptr(), staging.data_ptr(), bytesOf(staging), DataType::uint8,
-                        root);
+        comm().broadcast(staging.data_ptr(), staging.data_ptr(), bytesOf(staging), DataType::uint8,
+                         root);
       },
       [tensor, staging] { copyOut(tensor, staging); });
 }
@@ -402,8 +425,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allreduce(std::vector<at::Ten
       c10d::OpType::ALLREDUCE, Kind::collective, opts.timeout, {tensor},
       [this, tensor, staging, reduction] {
         copyIn(staging, tensor);
-        comm_.allReduce(staging.data_ptr(), staging.data_ptr(),
-                        staging.numel() * reduction.elementsPerItem, reduction.type, reduction.op);
+        comm().allReduce(staging.data_ptr(), staging.data_ptr(),
+                         staging.numel() * reduction.elementsPerItem, reduction.type, reduction.op);
       },
       [tensor, staging] { copyOut(tensor, staging); });
 }
@@ -424,9 +447,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allreduce_coalesced(
       [this, tensors, stagings, reductions] {
         for (std::size_t i = 0; i < tensors.size(); ++i) {
           copyIn(stagings[i], tensors[i]);
-          comm_.allReduce(stagings[i].data_ptr(), stagings[i].data_ptr(),
-                          stagings[i].numel() * reductions[i].elementsPerItem, reductions[i].type,
-                          reductions[i].op);
+          comm().allReduce(stagings[i].data_ptr(), stagings[i].data_ptr(),
+                           stagings[i].numel() * reductions[i].elementsPerItem, reductions[i].type,
+                           reductions[i].op);
         }
       },
       [tensors, stagings] {
@@ -449,9 +472,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce(std::vector<at::Tensor
       [this, tensor, staging, reduction, root] {
         copyIn(staging, tensor);
         // Only the root's tensor receives the result; the others' are left unchanged.
-        comm_.reduce(staging.data_ptr(), rank_ == root ? staging.data_ptr() : nullptr,
-                     staging.numel() * reduction.elementsPerItem, reduction.type, reduction.op,
-                     root);
+        comm().reduce(staging.data_ptr(), rank_ == root ? staging.data_ptr() : nullptr,
+                      staging.numel() * reduction.elementsPerItem, reduction.type, reduction.op,
+                      root);
       },
       [this, tensor, staging, root] {
         if (rank_ == root) copyOut(tensor, staging);
@@ -471,7 +494,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather(
                 [this, input, outputs, n] {
                   const at::Tensor flat = at::empty({size_ * n}, input.options());
                   const at::Tensor in = input.contiguous();
-                  comm_.allGather(in.data_ptr(), flat.data_ptr(), bytesOf(in), DataType::uint8);
+                  comm().allGather(in.data_ptr(), flat.data_ptr(), bytesOf(in), DataType::uint8);
                   for (int r = 0; r < size_; ++r)
                     outputs[r].copy_(flat.narrow(0, r * n, n).view(outputs[r].sizes()));
                 });
@@ -482,7 +505,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_allgather_base(
   const TensorGather part(outputBuffer, inputBuffer, size_, "all_gather_into_tensor");
   return submit(
       c10d::OpType::_ALLGATHER_BASE, Kind::collective, opts.timeout, {part.output},
-      [this, part] { part.run(comm_); }, [part] { part.finish(); });
+      [this, part] { part.run(comm()); }, [part] { part.finish(); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather_into_tensor_coalesced(
@@ -498,7 +521,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather_into_tensor_coalesc
       c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, Kind::collective, opts.timeout, outputs,
       [this, parts] {
         for (const auto& part : parts)
-          part.run(comm_);
+          part.run(comm());
       },
       [parts] {
         for (const auto& part : parts)
@@ -525,7 +548,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::gather(
                 [this, input, outputs, root] {
                   const at::Tensor in = input.contiguous();
                   if (rank_ != root) {
-                    comm_.send(in.data_ptr(), bytesOf(in), DataType::uint8, root);
+                    comm().send(in.data_ptr(), bytesOf(in), DataType::uint8, root);
                     return;
                   }
                   std::vector<at::Tensor> stagings;
@@ -533,7 +556,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::gather(
                   for (int r = 0; r < size_; ++r) {
                     stagings.push_back(stagingFor(outputs[r]));
                     if (r != rank_)
-                      comm_.recv(stagings[r].data_ptr(), bytesOf(stagings[r]), DataType::uint8, r);
+                      comm().recv(stagings[r].data_ptr(), bytesOf(stagings[r]), DataType::uint8, r);
                   }
                   group.end();
                   for (int r = 0; r < size_; ++r)
@@ -561,7 +584,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::scatter(
       c10d::OpType::SCATTER, Kind::collective, opts.timeout, {output},
       [this, inputs, staging, root] {
         if (rank_ != root) {
-          comm_.recv(staging.data_ptr(), bytesOf(staging), DataType::uint8, root);
+          comm().recv(staging.data_ptr(), bytesOf(staging), DataType::uint8, root);
           return;
         }
         std::vector<at::Tensor> contiguous;
@@ -569,7 +592,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::scatter(
         for (int r = 0; r < size_; ++r) {
           contiguous.push_back(inputs[r].contiguous());
           if (r != rank_)
-            comm_.send(contiguous[r].data_ptr(), bytesOf(contiguous[r]), DataType::uint8, r);
+            comm().send(contiguous[r].data_ptr(), bytesOf(contiguous[r]), DataType::uint8, r);
         }
         group.end();
         staging.copy_(contiguous[rank_].view(staging.sizes()));
@@ -596,8 +619,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce_scatter(
         const at::Tensor flat = at::empty({size_ * n}, staging.options());
         for (int r = 0; r < size_; ++r)
           flat.narrow(0, r * n, n).copy_(inputs[r].reshape({n}));
-        comm_.reduceScatter(flat.data_ptr(), staging.data_ptr(), n * reduction.elementsPerItem,
-                            reduction.type, reduction.op);
+        comm().reduceScatter(flat.data_ptr(), staging.data_ptr(), n * reduction.elementsPerItem,
+                             reduction.type, reduction.op);
       },
       [output, staging] { copyOut(output, staging); });
 }
@@ -608,7 +631,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_reduce_scatter_base(
                                  "reduce_scatter_tensor");
   return submit(
       c10d::OpType::_REDUCE_SCATTER_BASE, Kind::collective, opts.timeout, {part.output},
-      [this, part] { part.run(comm_); }, [part] { part.finish(); });
+      [this, part] { part.run(comm()); }, [part] { part.finish(); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce_scatter_tensor_coalesced(
@@ -624,7 +647,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce_scatter_tensor_coalesc
       c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, Kind::collective, opts.timeout, outputs,
       [this, parts] {
         for (const auto& part : parts)
-          part.run(comm_);
+          part.run(comm());
       },
       [parts] {
         for (const auto& part : parts)
@@ -650,7 +673,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(
         c10d::OpType::ALLTOALL_BASE, Kind::collective, opts.timeout, {output},
         [this, input, staging] {
           const at::Tensor in = input.contiguous();
-          comm_.allToAll(in.data_ptr(), staging.data_ptr(), bytesOf(in) / size_, DataType::uint8);
+          comm().allToAll(in.data_ptr(), staging.data_ptr(), bytesOf(in) / size_, DataType::uint8);
         },
         [output, staging] { copyOut(output, staging); });
   }
@@ -683,8 +706,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(
           if (r == rank_) {
             std::memcpy(outBytes + outAt, inBytes + inAt, sendBytes);
           } else {
-            if (sendBytes > 0) comm_.send(inBytes + inAt, sendBytes, DataType::uint8, r);
-            if (recvBytes > 0) comm_.recv(outBytes + outAt, recvBytes, DataType::uint8, r);
+            if (sendBytes > 0) comm().send(inBytes + inAt, sendBytes, DataType::uint8, r);
+            if (recvBytes > 0) comm().recv(outBytes + outAt, recvBytes, DataType::uint8, r);
           }
           inAt += sendBytes;
           outAt += recvBytes;
@@ -725,9 +748,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall(std::vector<at::Tens
         for (int r = 0; r < size_; ++r) {
           if (r == rank_) continue;
           if (bytesOf(contiguous[r]) > 0)
-            comm_.send(contiguous[r].data_ptr(), bytesOf(contiguous[r]), DataType::uint8, r);
+            comm().send(contiguous[r].data_ptr(), bytesOf(contiguous[r]), DataType::uint8, r);
           if (bytesOf(stagings[r]) > 0)
-            comm_.recv(stagings[r].data_ptr(), bytesOf(stagings[r]), DataType::uint8, r);
+            comm().recv(stagings[r].data_ptr(), bytesOf(stagings[r]), DataType::uint8, r);
         }
         group.end();
         stagings[rank_].copy_(contiguous[rank_].view(stagings[rank_].sizes()));
@@ -746,7 +769,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::send(std::vector<at::Tensor>&
   const at::Tensor data = tensor.contiguous();
   return submit(c10d::OpType::SEND, Kind::pointToPoint, c10d::kUnsetTimeout, {tensor},
                 [this, data, dstRank] {
-                  comm_.send(data.data_ptr(), bytesOf(data), DataType::uint8, dstRank);
+                  comm().send(data.data_ptr(), bytesOf(data), DataType::uint8, dstRank);
                 });
 }
 
@@ -758,7 +781,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recv(std::vector<at::Tensor>&
   return submit(
       c10d::OpType::RECV, Kind::pointToPoint, c10d::kUnsetTimeout, {tensor},
       [this, staging, srcRank] {
-        comm_.recv(staging.data_ptr(), bytesOf(staging), DataType::uint8, srcRank);
+        comm().recv(staging.data_ptr(), bytesOf(staging), DataType::uint8, srcRank);
       },
       [tensor, staging] { copyOut(tensor, staging); });
 }
@@ -772,7 +795,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recvAnysource(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::barrier(const c10d::BarrierOptions& opts) {
   return submit(c10d::OpType::BARRIER, Kind::collective, opts.timeout, {}, [this] {
-    comm_.allReduce(&barrierByte_, &barrierByte_, 1, DataType::uint8, ReduceOp::max);
+    comm().allReduce(&barrierByte_, &barrierByte_, 1, DataType::uint8, ReduceOp::max);
   });
 }
 

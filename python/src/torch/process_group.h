@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ class ProcessGroupChorus : public c10d::Backend {
                      std::chrono::milliseconds timeout);
   // Runs every queued call first (a dead peer makes them fail fast), then frees the communicator.
   ~ProcessGroupChorus() override;
+  // destroy_process_group(): runs every queued call, then frees the communicator, so the peers
+  // learn at once that this rank has left. Later calls raise.
+  void shutdown() override;
+  // ProcessGroup.abort(): fails the group's running and later calls, on every rank.
+  void abort() override;
 
   const std::string getBackendName() const override { return "chorus"; }
 
@@ -97,7 +103,11 @@ class ProcessGroupChorus : public c10d::Backend {
                                         std::function<void()> onSuccess = {});
   void checkPeer(int peer, const char* call, const char* argument) const;
 
-  Communicator comm_;
+  // The communicator; empty after shutdown().
+  Communicator& comm();
+  void drainWithoutTheGil();
+
+  std::optional<Communicator> comm_;
   // Outlives every running call (executor_ is destroyed first).
   CallWatchdog watchdog_;
   std::uint8_t barrierByte_ = 0;

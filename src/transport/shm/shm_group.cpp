@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -17,7 +18,7 @@ namespace chorus::transport {
 namespace {
 
 constexpr std::uint64_t kGroupMagic = 0x70757267'2d6d6873ull;  // "shm-grup"
-constexpr std::uint32_t kGroupVersion = 2;
+constexpr std::uint32_t kGroupVersion = 3;
 constexpr std::size_t kReasonBytes = 4096 - 128;
 constexpr std::size_t kCallWords = 32;  // 256 bytes of text
 constexpr std::size_t kMaxCallBytes = 200;
@@ -44,7 +45,9 @@ struct ShmGroup::Control {
 struct alignas(64) ShmGroup::RankRecord {
   std::atomic<std::uint32_t> callSequence;
   std::atomic<std::uint32_t> callBytes;
-  std::atomic<std::uint32_t> departed;
+  std::atomic<std::uint32_t> reserved;
+  // 0 while the rank is in the group; once it left, 1 + the collectives it had started.
+  std::atomic<std::uint64_t> departed;
   // publishNumberedCall(): the text is the name and the details back to back, the name's
   // first callNameBytes bytes; callNumber is the call's number + 1 (0: a plain description).
   std::atomic<std::uint32_t> callNameBytes;
@@ -203,12 +206,18 @@ std::string ShmGroup::peerCall(int rank) const {
   return {};
 }
 
-void ShmGroup::markDeparted(int rank) {
-  record(rank).departed.store(1, std::memory_order_release);
+void ShmGroup::markDeparted(int rank, std::uint64_t collectivesStarted) {
+  record(rank).departed.store(collectivesStarted + 1, std::memory_order_release);
 }
 
 bool ShmGroup::departed(int rank) const {
   return record(rank).departed.load(std::memory_order_acquire) != 0;
+}
+
+std::optional<std::uint64_t> ShmGroup::collectivesBeforeDeparting(int rank) const {
+  const std::uint64_t value = record(rank).departed.load(std::memory_order_acquire);
+  if (value == 0) return std::nullopt;
+  return value - 1;
 }
 
 }  // namespace chorus::transport

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -43,8 +44,12 @@ class ShmGroup {
   std::string peerCall(int rank) const;
 
   // Rank `rank` finished with the group and is about to unmap it; its exit is not a failure.
-  void markDeparted(int rank);
+  // `collectivesStarted`: how many collective calls it had made (numbered from 0), so a peer
+  // waiting in a later one knows it will never come.
+  void markDeparted(int rank, std::uint64_t collectivesStarted);
   bool departed(int rank) const;
+  // The collectivesStarted of a departed rank; nullopt while it is in the group.
+  std::optional<std::uint64_t> collectivesBeforeDeparting(int rank) const;
 
  private:
   struct Control;

@@ -1,6 +1,7 @@
 #include "transport/shm/shm_transport.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <filesystem>
 #include <thread>
@@ -80,7 +81,7 @@ class ShmConnections final : public ConnectionSet {
   }
 
   ~ShmConnections() override {
-    if (group_) group_->markDeparted(rank_);
+    if (group_) group_->markDeparted(rank_, collectivesStarted_);
     sendFifos_.clear();
     recvFifos_.clear();
     removeNames();
@@ -175,6 +176,7 @@ class ShmConnections final : public ConnectionSet {
     const auto now = Clock::now();
     if (now < nextLivenessCheck_) return {};
     nextLivenessCheck_ = now + kLivenessInterval;
+    if (std::string reason = checkDeparted(); !reason.empty()) return reason;
     return checkPeers();
   }
 
@@ -182,10 +184,17 @@ class ShmConnections final : public ConnectionSet {
 
   void publishCall(std::string_view description) override {
     group_->publishCall(rank_, description);
+    collectiveRunning_.store(false, std::memory_order_relaxed);
   }
   void publishNumberedCall(std::uint64_t shapeKey, std::string_view name, std::uint64_t number,
                            std::string_view details) override {
     group_->publishNumberedCall(rank_, shapeKey, name, number, details);
+    collectiveNumber_.store(number, std::memory_order_relaxed);
+    collectiveRunning_.store(true, std::memory_order_relaxed);
+    collectivesStarted_ = std::max(collectivesStarted_, number + 1);
+  }
+  bool peerDeparted(int peer) const override {
+    return group_ && peer >= 0 && peer < nranks_ && group_->departed(peer);
   }
 
   std::string peerCall(int peer) const override {
@@ -253,6 +262,25 @@ class ShmConnections final : public ConnectionSet {
   bool peerMayOpen(int peer) const {
     if (peer < 0 || peer >= nranks_ || !group_) return false;
     return !group_->departed(peer) && !liveness_->hasExited(peer);
+  }
+
+  // A peer that left the group cleanly before the collective this rank waits in aborts it: every
+  // rank takes part in every collective, so the call can never complete.
+  std::string checkDeparted() const {
+    if (!collectiveRunning_.load(std::memory_order_relaxed) || !group_) return {};
+    const std::uint64_t current = collectiveNumber_.load(std::memory_order_relaxed);
+    for (int peer = 0; peer < nranks_; ++peer) {
+      if (peer == rank_) continue;
+      const auto started = group_->collectivesBeforeDeparting(peer);
+      if (!started || *started > current) continue;
+      group_->abort(fmt::format(
+          "rank {} left the group (destroyed its communicator) after {} collective calls, while "
+          "rank {} waits in collective #{}, which needs it: every rank must make the same "
+          "collective calls before it destroys the group",
+          named(peer), *started, named(rank_), current));
+      return group_->abortReason();
+    }
+    return {};
   }
 
   // The first peer process found exited (not after leaving cleanly) aborts the group.
@@ -377,6 +405,11 @@ class ShmConnections final : public ConnectionSet {
   // [peer][channel]; empty until first use.
   std::vector<std::vector<std::unique_ptr<ShmFifo>>> sendFifos_, recvFifos_;
   mutable Clock::time_point nextLivenessCheck_{};
+  // The collective this rank runs (publishNumberedCall()), for checkDeparted(); set by the
+  // calling thread, read by whichever thread polls abortReason().
+  std::atomic<bool> collectiveRunning_ = false;
+  std::atomic<std::uint64_t> collectiveNumber_ = 0;
+  std::uint64_t collectivesStarted_ = 0;  // the calling thread's own
 };
 
 }  // namespace
