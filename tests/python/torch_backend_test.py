@@ -342,6 +342,44 @@ def check_coalesced(rank, world):
     return dist.get_backend_config(), dist.get_backend()
 
 
+def check_point_to_point(rank, world):
+    import torch.distributed as dist
+
+    peer, source = (rank + 1) % world, (rank - 1) % world
+    # A receive of the wrong size fails alone; the message is dropped, the group goes on.
+    dist.isend(torch.arange(8, dtype=torch.float32), peer, tag=5).wait()
+    try:
+        dist.recv(torch.empty(4), source, tag=5)
+    except RuntimeError as error:
+        if "takes 16 bytes, but rank" not in str(error) or "sent 32 bytes" not in str(error):
+            raise AssertionError(f"unexpected message: {error}")
+    else:
+        raise AssertionError("a recv of the wrong size succeeded")
+    # Zero-element messages, tags received in reverse, a strided destination.
+    sends = [dist.isend(torch.full((n,), float(100 * rank + tag)), peer, tag=tag)
+             for tag, n in ((1, 0), (2, 3), (3, 1000), (4, 70000))]
+    holder = torch.zeros(2, 70000)
+    strided = holder[:, 0]  # 2 elements, stride 70000
+    into = {1: torch.empty(0), 2: torch.empty(3), 3: torch.empty(1000), 4: torch.empty(70000)}
+    receives = [dist.irecv(into[tag], source, tag=tag) for tag in (4, 3, 2, 1)]
+    for work in receives + sends:
+        work.wait()
+    for tag, t in into.items():
+        assert_equal(t, torch.full_like(t, float(100 * source + tag)), f"tag {tag}")
+    dist.isend(torch.tensor([7.0, 8.0]), peer, tag=9).wait()
+    dist.recv(strided, source, tag=9)
+    assert_equal(holder[:, 0], torch.tensor([7.0, 8.0]), "recv into a strided view")
+    # Futures of point-to-point calls complete with the tensor.
+    t = torch.empty(5)
+    future = dist.irecv(t, source, tag=11).get_future()
+    dist.isend(torch.full((5,), float(rank)), peer, tag=11).wait()
+    assert_equal(future.wait()[0], torch.full((5,), float(source)), "irecv future")
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    assert_equal(t, torch.full((2,), float(world)), "all_reduce after point-to-point")
+    return True
+
+
 def check_subgroups(rank, world):
     import chorus.torch
     import torch.distributed as dist
@@ -458,6 +496,12 @@ class CoalescedCalls(unittest.TestCase):
         for world in (2, 3):
             results = run_ranks(world, check_coalesced)
             self.assertEqual(results[0], ("cpu:chorus", "chorus"))
+
+
+class PointToPoint(unittest.TestCase):
+    def test_tags_sizes_and_strides_on_two_and_three_ranks(self):
+        for world in (2, 3):
+            run_ranks(world, check_point_to_point)
 
 
 class AsyncWork(unittest.TestCase):

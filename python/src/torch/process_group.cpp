@@ -2,6 +2,8 @@
 // use in place (non-contiguous, int16), and one OrderedExecutor task per call.
 #include "torch/process_group.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -16,6 +18,7 @@
 #include "api/comm_factory.h"
 #include "api/group.h"
 #include "torch/c10d_store.h"
+#include "torch/tagged_p2p.h"
 #include "torch/tensor_types.h"
 #include "transport/store.h"
 
@@ -138,20 +141,67 @@ class ChorusWork : public c10d::Work {
   Ticket ticket_ = 0;
 };
 
-// The communicator of a group: rank 0 draws a name for the shared-memory segments and publishes
+// The Work of endCoalescing(): completes once every part has, with the first part's error.
+class CoalescedWork : public c10d::Work {
+ public:
+  CoalescedWork(int rank, std::vector<c10::intrusive_ptr<c10d::Work>> parts)
+      : Work(rank, c10d::OpType::COALESCED),
+        parts_(std::move(parts)),
+        future_(c10::make_intrusive<c10::ivalue::Future>(tensorListType())) {
+    for (const auto& part : parts_)
+      for (const auto& tensor : part->result())
+        outputs_.push_back(tensor);
+    auto left = std::make_shared<std::atomic<std::size_t>>(parts_.size());
+    if (parts_.empty()) future_->markCompleted(c10::IValue(outputs_));
+    for (const auto& part : parts_) {
+      // getFuture() also starts a call nobody waits for yet.
+      part->getFuture()->addCallback([left, parts = parts_, outputs = outputs_,
+                                      future = future_](c10::ivalue::Future& /*done*/) {
+        if (left->fetch_sub(1) != 1) return;
+        for (const auto& p : parts)
+          if (p->getFuture()->hasError()) {
+            future->setError(p->getFuture()->exception_ptr());
+            return;
+          }
+        future->markCompleted(c10::IValue(outputs));
+      });
+    }
+  }
+
+  bool isCompleted() override {
+    return std::all_of(parts_.begin(), parts_.end(),
+                       [](const auto& part) { return part->isCompleted(); });
+  }
+  bool wait(std::chrono::milliseconds timeout) override {
+    for (const auto& part : parts_)
+      part->wait(timeout);  // rethrows the part's error
+    return true;
+  }
+  void synchronize() override {}
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  std::vector<c10::intrusive_ptr<c10d::Work>> parts_;
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// A communicator of a group (`purpose` keeps the collectives' and point-to-point's apart on
+// the store): rank 0 draws a name for the shared-memory segments and publishes
 // it through the group's store. Joining ranks count themselves on the store, so a group that is
 // destroyed and made again on the same store (same prefix) meets under a fresh namespace.
 Communicator connect(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                     std::chrono::milliseconds timeout) {
+                     std::chrono::milliseconds timeout, std::string_view purpose) {
   TORCH_CHECK(store, "chorus: the process group needs a store; torch.distributed passes one");
   CommConfig config;
   if (std::getenv("CHORUS_TIMEOUT") == nullptr && timeout.count() > 0) config.timeout = timeout;
   const auto resolved = api::resolveConfig(config, api::InitKind::perProcess);
   auto base = std::make_shared<C10dStore>(store);
-  const std::int64_t joined = base->add("chorus/joined", 1);
+  const std::int64_t joined = base->add(fmt::format("{}/joined", purpose), 1);
   const std::int64_t generation = (joined - 1) / size;
   auto chorusStore =
-      std::make_shared<transport::PrefixStore>(base, fmt::format("chorus/{}", generation));
+      std::make_shared<transport::PrefixStore>(base, fmt::format("{}/{}", purpose, generation));
   std::string name;
   if (rank == 0) {
     std::random_device random;
@@ -286,8 +336,11 @@ struct TensorReduceScatter {
 ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                        int size, std::chrono::milliseconds timeout)
     : Backend(rank, size),
-      comm_(connect(store, rank, size, timeout)),
+      comm_(connect(store, rank, size, timeout, "chorus")),
       watchdog_([this](const std::string& message) { comm_->abort(message); }),
+      p2p_(std::make_unique<TaggedP2p>(
+          connect(store, rank, size, timeout, "chorus-p2p"), [this] { return comm_->asyncError(); },
+          [this](const std::string& message) { comm_->abort(message); })),
       executor_(std::make_shared<api::OrderedExecutor>()) {
   init();
 }
@@ -309,6 +362,7 @@ void ProcessGroupChorus::drainWithoutTheGil() {
 
 void ProcessGroupChorus::shutdown() {
   drainWithoutTheGil();
+  p2p_.reset();  // fails what is still pending, then stops its thread
   watchdog_.stop();
   // Destroying the communicator tells the peers at once that this rank has left (a peer
   // waiting in a collective this rank never made then fails instead of timing out).
@@ -373,18 +427,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::endCoalescing() {
   coalescing_ = false;
   std::vector<c10::intrusive_ptr<c10d::Work>> parts = std::move(coalesced_);
   coalesced_.clear();
-  std::vector<at::Tensor> outputs;
-  for (const auto& part : parts)
-    for (const auto& tensor : part->result())
-      outputs.push_back(tensor);
-  // A marker after the parts: calls settle in order, so once it runs they all have. It also
-  // starts point-to-point calls held back until something needs them.
-  return submit(
-      c10d::OpType::COALESCED, Kind::collective, c10d::kUnsetTimeout, std::move(outputs), [] {},
-      [parts] {
-        for (const auto& part : parts)
-          if (const auto error = part->exception()) std::rethrow_exception(error);
-      });
+  return c10::make_intrusive<CoalescedWork>(rank_, std::move(parts));
 }
 
 void ProcessGroupChorus::checkPeer(int peer, const char* call, const char* argument) const {
@@ -761,36 +804,39 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall(std::vector<at::Tens
       });
 }
 
+TaggedP2p& ProcessGroupChorus::p2p() {
+  TORCH_CHECK(p2p_ != nullptr,
+              "chorus: the group was shut down (destroy_process_group); "
+              "create a new group with init_process_group or new_group");
+  return *p2p_;
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::send(std::vector<at::Tensor>& tensors,
-                                                        int dstRank, int /*tag*/) {
+                                                        int dstRank, int tag) {
   const at::Tensor tensor = singleTensor(tensors, "send");
   checkPeer(dstRank, "send", "dst");
   // Snapshot a non-contiguous tensor now, as torch's other backends do.
-  const at::Tensor data = tensor.contiguous();
-  return submit(c10d::OpType::SEND, Kind::pointToPoint, c10d::kUnsetTimeout, {tensor},
-                [this, data, dstRank] {
-                  comm().send(data.data_ptr(), bytesOf(data), DataType::uint8, dstRank);
-                });
+  auto work = p2p().send(dstRank, tag, tensor.contiguous(), tensor);
+  if (coalescing_) coalesced_.push_back(work);
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recv(std::vector<at::Tensor>& tensors,
-                                                        int srcRank, int /*tag*/) {
+                                                        int srcRank, int tag) {
   const at::Tensor tensor = singleTensor(tensors, "recv");
   checkPeer(srcRank, "recv", "src");
   const at::Tensor staging = stagingFor(tensor);
-  return submit(
-      c10d::OpType::RECV, Kind::pointToPoint, c10d::kUnsetTimeout, {tensor},
-      [this, staging, srcRank] {
-        comm().recv(staging.data_ptr(), bytesOf(staging), DataType::uint8, srcRank);
-      },
-      [tensor, staging] { copyOut(tensor, staging); });
+  auto work =
+      p2p().recv(srcRank, tag, staging, tensor, [tensor, staging] { copyOut(tensor, staging); });
+  if (coalescing_) coalesced_.push_back(work);
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recvAnysource(
     std::vector<at::Tensor>& /*tensors*/, int /*tag*/) {
   TORCH_CHECK(false,
               "chorus: recv without src (from any source) is not supported: chorus matches "
-              "messages per pair of ranks, so pass src");
+              "messages per source rank and tag, so pass src");
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::barrier(const c10d::BarrierOptions& opts) {

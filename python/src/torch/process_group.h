@@ -15,6 +15,7 @@
 #include "api/ordered_executor.h"
 #include "chorus/chorus.h"
 #include "torch/call_watchdog.h"
+#include "torch/tagged_p2p.h"
 
 namespace chorus::torch_backend {
 
@@ -110,6 +111,9 @@ class ProcessGroupChorus : public c10d::Backend {
   std::optional<Communicator> comm_;
   // Outlives every running call (executor_ is destroyed first).
   CallWatchdog watchdog_;
+  // send/recv (tags, progress of their own); empty after shutdown().
+  TaggedP2p& p2p();
+  std::unique_ptr<TaggedP2p> p2p_;
   std::uint8_t barrierByte_ = 0;
   // Between startCoalescing() and endCoalescing(): the Works of the calls made since.
   bool coalescing_ = false;
