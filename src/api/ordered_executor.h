@@ -1,6 +1,6 @@
 // OrderedExecutor (api layer): runs one communicator's calls asynchronously and strictly in the
 // order they were submitted, on a worker thread of its own or on a thread that waits for them.
-// The torch backend (python/) queues every ProcessGroup call here.
+// The torch backend (python/) queues every collective of a group here.
 #pragma once
 
 #include <chrono>
