@@ -29,6 +29,8 @@ PATH.rank{r}, for comparing ranks and backends.
 """
 
 import argparse
+import os
+import sys
 import time
 
 import torch
@@ -152,6 +154,18 @@ def main():
         torch.save(params, f"{args.dump_params}.rank{rank}")
     dist.destroy_process_group()
     del model, optimizer  # the last owner of the process group, freed while `stats` lives
+    leave_without_teardown_on_gloo(args.backend)
+
+
+def leave_without_teardown_on_gloo(backend):
+    """torch 2.15's gloo now and then aborts the process during interpreter teardown, after the
+    group was destroyed ("terminate called without an active exception", exit -6; seen in 2 of
+    about 20 runs of these examples on the development VM, never with chorus, which is not
+    imported then). Everything is printed and saved by now, so a gloo run exits at once."""
+    if backend == "gloo":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 if __name__ == "__main__":

@@ -153,6 +153,18 @@ def main():
         sys.stderr.flush()
         os._exit(1)  # no teardown of a broken group
     dist.destroy_process_group()
+    leave_without_teardown_on_gloo(args.backend)
+
+
+def leave_without_teardown_on_gloo(backend):
+    """torch 2.15's gloo now and then aborts the process during interpreter teardown, after the
+    group was destroyed ("terminate called without an active exception", exit -6; seen in 2 of
+    about 20 runs of these examples on the development VM, never with chorus, which is not
+    imported then). Everything is printed and saved by now, so a gloo run exits at once."""
+    if backend == "gloo":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 if __name__ == "__main__":

@@ -337,40 +337,50 @@ ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& st
                                        int size, std::chrono::milliseconds timeout)
     : Backend(rank, size),
       comm_(connect(store, rank, size, timeout, "chorus")),
-      watchdog_([this](const std::string& message) { comm_->abort(message); }),
+      watchdog_([this](const std::string& message) { abortComm(message); }),
       p2p_(std::make_unique<TaggedP2p>(
-          connect(store, rank, size, timeout, "chorus-p2p"), [this] { return comm_->asyncError(); },
-          [this](const std::string& message) { comm_->abort(message); })),
+          connect(store, rank, size, timeout, "chorus-p2p"),
+          [this] { return comm_ ? comm_->asyncError() : std::string(); },
+          [this](const std::string& message) { abortComm(message); })),
       executor_(std::make_shared<api::OrderedExecutor>()) {
   init();
 }
 
 ProcessGroupChorus::~ProcessGroupChorus() {
-  drainWithoutTheGil();
+  // Queued calls and point-to-point operations may complete futures whose callbacks take the
+  // GIL (DDP's hooks written in Python): never wait for them while holding it.
+  withoutTheGil([this] {
+    executor_->drain();
+    p2p_.reset();
+  });
 }
 
-void ProcessGroupChorus::drainWithoutTheGil() {
-  // A queued call may complete a future whose callbacks take the GIL (DDP's hooks written in
-  // Python): never wait for them while holding it.
+void ProcessGroupChorus::withoutTheGil(const std::function<void()>& wait) {
   if (Py_IsInitialized() != 0 && PyGILState_Check() != 0) {
     pybind11::gil_scoped_release release;
-    executor_->drain();
+    wait();
   } else {
-    executor_->drain();
+    wait();
   }
 }
 
 void ProcessGroupChorus::shutdown() {
-  drainWithoutTheGil();
-  p2p_.reset();  // fails what is still pending, then stops its thread
-  watchdog_.stop();
+  withoutTheGil([this] {
+    executor_->drain();
+    p2p_.reset();  // fails what is still pending, then stops its thread
+    watchdog_.stop();
+  });
   // Destroying the communicator tells the peers at once that this rank has left (a peer
   // waiting in a collective this rank never made then fails instead of timing out).
   comm_.reset();
 }
 
+void ProcessGroupChorus::abortComm(const std::string& reason) {
+  if (comm_) comm_->abort(reason);
+}
+
 void ProcessGroupChorus::abort() {
-  if (comm_) comm_->abort("torch aborted the process group (ProcessGroup.abort)");
+  abortComm("torch aborted the process group (ProcessGroup.abort)");
 }
 
 Communicator& ProcessGroupChorus::comm() {

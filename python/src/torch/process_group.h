@@ -106,7 +106,10 @@ class ProcessGroupChorus : public c10d::Backend {
 
   // The communicator; empty after shutdown().
   Communicator& comm();
-  void drainWithoutTheGil();
+  // Runs `wait` with the GIL released when this thread holds it.
+  static void withoutTheGil(const std::function<void()>& wait);
+  // Aborts the communicator, if there still is one (watchdog, point-to-point failures).
+  void abortComm(const std::string& reason);
 
   std::optional<Communicator> comm_;
   // Outlives every running call (executor_ is destroyed first).
