@@ -93,6 +93,13 @@ def save_checkpoint(directory, step, model, optimizer):
     os.replace(temporary, path)
 
 
+def say(line):
+    """One line to stdout in one write: the workers share torchrun's pipe, and print() writes
+    the text and the newline separately, so two ranks' lines could interleave."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def main():
     args = parse_args()
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
@@ -118,9 +125,9 @@ def main():
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         first_step = state["step"]
-        print(f"{tag}: resumed from step {first_step}", flush=True)
+        say(f"{tag}: resumed from step {first_step}")
     else:
-        print(f"{tag}: start at step 0 of {args.steps}", flush=True)
+        say(f"{tag}: start at step 0 of {args.steps}")
 
     step = first_step
     started = time.time()
@@ -129,7 +136,7 @@ def main():
         loss = torch.zeros(())
         for step in range(first_step, args.steps):
             if attempt == 0 and rank == args.kill_rank and step == args.kill_at_step:
-                print(f"{tag}: SIGKILL at step {step}", flush=True)
+                say(f"{tag}: SIGKILL at step {step}")
                 os.kill(os.getpid(), signal.SIGKILL)
             started = time.time()
             x, y = batch(args.seed, step, rank, args.batch_size)
@@ -139,17 +146,17 @@ def main():
             optimizer.step()
             if rank == 0:
                 save_checkpoint(args.checkpoint_dir, step + 1, model, optimizer)
-                print(f"step {step} loss {loss.item():.6f}", flush=True)
+                say(f"step {step} loss {loss.item():.6f}")
         started = time.time()
         mean = loss.detach().reshape(1).double()
         dist.all_reduce(mean)
         if rank == 0:
-            print(f"final loss {mean.item() / dist.get_world_size():.12g}", flush=True)
+            say(f"final loss {mean.item() / dist.get_world_size():.12g}")
     except Exception as error:  # a peer died or the group timed out
         now = time.time()
         signalled = f" (SIGTERM {now - sigterm_at[0]:.2f} s ago)" if sigterm_at else ""
-        print(f"{tag}: failed at step {step} after {now - started:.2f} s{signalled}: "
-              f"{type(error).__name__}: {error}", flush=True)
+        say(f"{tag}: failed at step {step} after {now - started:.2f} s{signalled}: "
+              f"{type(error).__name__}: {error}")
         sys.stderr.flush()
         os._exit(1)  # no teardown of a broken group
     dist.destroy_process_group()

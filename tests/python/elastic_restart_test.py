@@ -1,6 +1,6 @@
-"""examples/torch/elastic_train.py under torchrun --max-restarts 1, per backend: an undisturbed
-run, then a run in which rank 1 SIGKILLs itself at step 4 of the first attempt. The killed run
-must exit 0 after exactly one restart that resumed from the checkpoint, its surviving rank must
+"""examples/torch/elastic_train.py under torchrun --max-restarts 1, per backend, on 2 and 3 ranks:
+an undisturbed run, then a run in which rank 1 SIGKILLs itself at step 4 of the first attempt. The killed run
+must exit 0 after exactly one restart that resumed from the checkpoint, its surviving ranks must
 have raised (printing the exception) well within the 30 s group timeout, and its final loss must
 equal the undisturbed run's (relative 1e-6).
 
@@ -26,7 +26,6 @@ STEPS = 10
 KILL_RANK = 1
 KILL_AT_STEP = 4
 GROUP_TIMEOUT_S = 30
-WORLD = 2
 
 
 def selected(backend):
@@ -34,10 +33,10 @@ def selected(backend):
     return backend in [b.strip() for b in chosen]
 
 
-def torchrun(backend, checkpoint_dir, *extra):
+def torchrun(backend, world, checkpoint_dir, *extra):
     command = [
         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
-        "--nproc-per-node", str(WORLD), "--max-restarts", "1", EXAMPLE, "--backend", backend,
+        "--nproc-per-node", str(world), "--max-restarts", "1", EXAMPLE, "--backend", backend,
         "--steps", str(STEPS), "--checkpoint-dir", checkpoint_dir,
         "--timeout", str(GROUP_TIMEOUT_S), *extra,
     ]
@@ -56,30 +55,30 @@ def final_loss(testcase, stdout, log):
 
 
 class ElasticRestart(unittest.TestCase):
-    def check(self, backend):
+    def check(self, backend, world):
         if not selected(backend):
             self.skipTest(f"CHORUS_TEST_BACKENDS leaves out {backend}")
         with tempfile.TemporaryDirectory(prefix="chorus-elastic-") as directory:
-            code, plain, plain_log = torchrun(backend, os.path.join(directory, "a"))
+            code, plain, plain_log = torchrun(backend, world, os.path.join(directory, "a"))
             self.assertEqual(code, 0, plain_log)
             self.assertNotIn("resumed from step", plain, plain_log)
             self.assertNotIn("attempt 1", plain, plain_log)
             expected = final_loss(self, plain, plain_log)
 
-            code, killed, log = torchrun(backend, os.path.join(directory, "b"),
+            code, killed, log = torchrun(backend, world, os.path.join(directory, "b"),
                                          "--kill-rank", str(KILL_RANK),
                                          "--kill-at-step", str(KILL_AT_STEP))
         self.assertEqual(code, 0, log)
         self.assertIn(f"rank {KILL_RANK} attempt 0: SIGKILL at step {KILL_AT_STEP}", killed, log)
         # Exactly one restart, and every worker of it resumed from a checkpoint.
         self.assertNotIn("attempt 2", killed, log)
-        for rank in range(WORLD):
+        for rank in range(world):
             match = re.search(rf"^rank {rank} attempt 1: resumed from step (\d+)$", killed,
                               re.MULTILINE)
             self.assertIsNotNone(match, f"rank {rank} did not resume\n{log}")
             self.assertIn(int(match.group(1)), (KILL_AT_STEP - 1, KILL_AT_STEP), log)
         # The survivors raised (not killed by the agent), within the group timeout.
-        for rank in range(WORLD):
+        for rank in range(world):
             if rank == KILL_RANK:
                 continue
             match = re.search(rf"^rank {rank} attempt 0: failed at step \d+ after ([\d.]+) s"
@@ -91,10 +90,16 @@ class ElasticRestart(unittest.TestCase):
                              f"resumed final loss {got!r} != undisturbed {expected!r}\n{log}")
 
     def test_gloo(self):
-        self.check("gloo")
+        self.check("gloo", 2)
 
     def test_chorus(self):
-        self.check("chorus")
+        self.check("chorus", 2)
+
+    def test_gloo_on_three_ranks(self):
+        self.check("gloo", 3)
+
+    def test_chorus_on_three_ranks(self):
+        self.check("chorus", 3)
 
 
 if __name__ == "__main__":

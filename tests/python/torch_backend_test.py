@@ -561,19 +561,22 @@ class AlgorithmFiles(unittest.TestCase):
 class DistributedDataParallel(unittest.TestCase):
     def test_chorus_trains_like_gloo_and_every_rank_agrees_bitwise(self):
         steps = 20
-        with tempfile.TemporaryDirectory() as directory:
-            losses = {}
-            for backend in ("chorus", "gloo"):
-                losses[backend] = run_ranks(2, train_ddp, steps, directory, backend=backend)
-            chorus_params = [torch.load(os.path.join(directory, f"chorus.rank{r}"))
-                             for r in range(2)]
-            gloo_params = torch.load(os.path.join(directory, "gloo.rank0"))
-        for a, b in zip(chorus_params[0], chorus_params[1]):
-            self.assertTrue(torch.equal(a, b), "ranks disagree under chorus")
-        for a, b in zip(chorus_params[0], gloo_params):
-            scale = b.abs().max().clamp(min=1e-12)
-            self.assertLessEqual(float((a - b).abs().max() / scale), 1e-5)
-        self.assertAlmostEqual(losses["chorus"][0], losses["gloo"][0], places=5)
+        for world in (2, 3):
+            with tempfile.TemporaryDirectory() as directory:
+                losses = {}
+                for backend in ("chorus", "gloo"):
+                    losses[backend] = run_ranks(world, train_ddp, steps, directory,
+                                                backend=backend)
+                chorus_params = [torch.load(os.path.join(directory, f"chorus.rank{r}"))
+                                 for r in range(world)]
+                gloo_params = torch.load(os.path.join(directory, "gloo.rank0"))
+            for r in range(1, world):
+                for a, b in zip(chorus_params[0], chorus_params[r]):
+                    self.assertTrue(torch.equal(a, b), f"ranks 0 and {r} disagree under chorus")
+            for a, b in zip(chorus_params[0], gloo_params):
+                scale = b.abs().max().clamp(min=1e-12)
+                self.assertLessEqual(float((a - b).abs().max() / scale), 1e-5, f"{world} ranks")
+            self.assertAlmostEqual(losses["chorus"][0], losses["gloo"][0], places=5)
 
 
 if __name__ == "__main__":
