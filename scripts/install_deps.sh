@@ -12,7 +12,7 @@ packages=(
   libfmt-dev libpugixml-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
-  openmpi-bin libopenmpi-dev libgloo-dev
+  openmpi-bin libopenmpi-dev mpich libmpich-dev libgloo-dev
   libhwloc-dev pkg-config
   iproute2 procps
   python3-dev python3-venv

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark of chorus, Open MPI and Gloo in one invocation (same machine state).
+# Side-by-side benchmark of chorus, Open MPI, MPICH and Gloo in one invocation (same machine state).
 #
 # Usage:
 #   bench/peers/compare.sh COLL --ranks N [-b MIN] [-e MAX] [-f FACTOR] [--transport shm|thread]
@@ -7,11 +7,12 @@
 #                          [-- EXTRA BENCH OPTIONS...]
 #
 #   COLL         allreduce, allgather, reducescatter, alltoall, broadcast or reduce
-#   --ranks N    ranks for all three libraries (default 2)
+#   --ranks N    ranks for every library (default 2)
 #   -b -e -f     size sweep, nccl-tests style (default 8, 64M, 4)
 #   --transport  chorus transport (default shm: processes, like the peers); with tcp, Open MPI
-#                runs its tcp BTL too (--mca btl self,tcp) instead of vader
-#   --rounds R   run R rounds, each one chorus, Open MPI and Gloo back to back, so a slow spell
+#                runs its tcp BTL too (--mca btl self,tcp) instead of vader, and MPICH libfabric's
+#                tcp provider with its shared memory off (FI_PROVIDER=tcp MPIR_CVAR_NOLOCAL=1)
+#   --rounds R   run R rounds, each one chorus, Open MPI, MPICH, Gloo back to back, so a slow spell
 #                of the machine hits every library (default 1). The tables then show the median
 #                busbw over rounds, chorus's min-max, and per ratio the median over rounds of the
 #                ratio measured within one round
@@ -19,28 +20,29 @@
 #                map: single copy on shm); the peers' stay on the heap, as theirs would
 #   Every round first probes this machine's memory rates (bench_membw); for 2 ranks the tables
 #   show chorus's busbw as a percentage of the memory ceiling ("% ceil", src/perf/memory_ceiling.h)
-#   --build DIR  build directory with chorus, bench/bench_mpi, bench/bench_gloo, bench/bench_compare
+#   --build DIR  build directory with chorus, bench/bench_mpi, bench/bench_mpich, bench/bench_gloo,
+#                bench/bench_compare
 #                (default: $CHORUS_BUILD_DIR, else <repo>/build)
-#   --out DIR    where chorus.json, openmpi.json, gloo.json, membw.json and compare.svg go
-#                (default: a new temporary directory); with R > 1, round N writes chorus.rN.json,
-#                openmpi.rN.json, gloo.rN.json, membw.rN.json (bench_compare takes NAME.rN.json
-#                as round N of its library)
-#   after --     passed to all three benchmarks, e.g. -- --budget 0.05 --op max --no-inplace
+#   --out DIR    where chorus.json, openmpi.json, mpich.json, gloo.json, membw.json and
+#                compare.svg go (default: a new temporary directory); with R > 1, round N writes
+#                NAME.rN.json for each (bench_compare takes NAME.rN.json as round N of NAME)
+#   after --     passed to every benchmark, e.g. -- --budget 0.05 --op max --no-inplace
 #
 # Example (quick smoke run; the second with 3 rounds):
 #   bench/peers/compare.sh allreduce --ranks 2 -b 8 -e 1M -f 16 -- --budget 0.05
 #   bench/peers/compare.sh allreduce --ranks 2 -b 8 -e 1M -f 16 --rounds 3 -- --budget 0.05
 #
 # Open MPI runs with shared memory: mpirun --oversubscribe -n N --mca pml ob1 --mca btl self,vader
-# (self,tcp with --transport tcp).
+# (self,tcp with --transport tcp). MPICH (Debian's, ch4) runs under its own launcher,
+# mpirun.mpich -n N, with its defaults (shared memory within the host).
 # Gloo runs N forked processes over tcp on 127.0.0.1. A peer whose binary was not built (CMake did
-# not find MPI or Gloo; scripts/install_deps.sh installs both) is skipped with a message.
+# not find MPI, MPICH or Gloo; scripts/install_deps.sh installs them) is skipped with a message.
 # Compare libraries within one run: this machine's memory bandwidth drifts between runs
 # (docs/sources.md "Peer benchmarks").
 set -euo pipefail
 
 usage() {
-  sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'
+  awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -92,6 +94,7 @@ sweep=(-b "$min" -e "$max" -f "$factor")
 files=()
 ceilings=()
 mpirun_bin="$(command -v mpirun.openmpi || command -v mpirun || true)"
+mpich_launcher="$(command -v mpirun.mpich || command -v mpiexec.mpich || true)"
 
 failed=()
 
@@ -108,7 +111,7 @@ run_bench() {
   if [ -f "$json" ]; then files+=("$json"); fi
 }
 
-# One round: chorus, Open MPI, Gloo back to back; $1 is the file suffix ("" or ".rN").
+# One round: chorus, Open MPI, MPICH, Gloo back to back; $1 is the file suffix ("" or ".rN").
 run_round() {
   local suffix="$1"
   if [ -x "$build/bench/bench_membw" ]; then
@@ -138,6 +141,20 @@ run_round() {
   fi
 
   echo
+  if [ ! -x "$build/bench/bench_mpich" ]; then
+    echo "== mpich: skipped ($build/bench/bench_mpich was not built: CMake found no MPICH)"
+  elif [ -z "$mpich_launcher" ]; then
+    echo "== mpich: skipped (no mpirun.mpich on PATH; apt-get install mpich)"
+  else
+    local mpich_env=() what="shared memory"
+    if [ "$transport" = tcp ]; then mpich_env=(FI_PROVIDER=tcp MPIR_CVAR_NOLOCAL=1) what="tcp loopback"; fi
+    echo "== mpich ($what, $ranks ranks)"
+    run_bench "mpich$suffix" "$out/mpich$suffix.json" \
+      env "${mpich_env[@]}" "$mpich_launcher" -n "$ranks" "$build/bench/bench_mpich" "$coll" \
+      "${sweep[@]}" --json "$out/mpich$suffix.json" "${extra[@]}"
+  fi
+
+  echo
   if [ ! -x "$build/bench/bench_gloo" ]; then
     echo "== gloo: skipped ($build/bench/bench_gloo was not built: CMake found no Gloo)"
   else
@@ -150,14 +167,14 @@ run_round() {
 
 if [ "$rounds" -eq 1 ]; then
   run_round ""
-  names="{chorus,openmpi,gloo,membw}.json"
+  names="{chorus,openmpi,mpich,gloo,membw}.json"
 else
   for ((round = 1; round <= rounds; round++)); do
     if [ "$round" -gt 1 ]; then echo; fi
     echo "==== round $round of $rounds"
     run_round ".r$round"
   done
-  names="{chorus,openmpi,gloo,membw}.r{1..$rounds}.json"
+  names="{chorus,openmpi,mpich,gloo,membw}.r{1..$rounds}.json"
 fi
 
 echo

@@ -1,9 +1,11 @@
-// bench_mpi: the chorus benchmark sweep over Open MPI's collectives (MPI_Allreduce,
-// MPI_Allgather, MPI_Reduce_scatter_block, MPI_Alltoall, MPI_Bcast, MPI_Reduce), out of place
-// and with MPI_IN_PLACE, float32. Same sizes, timing, checks, table and JSON as `chorus bench`
-// (library "openmpi"). Run:
-//   mpirun --allow-run-as-root --oversubscribe -n 2 --mca pml ob1 --mca btl self,vader
-//       ./bench_mpi allreduce -b 8 -e 64M -f 4 --json mpi.json   (one command line)
+// bench_mpi / bench_mpich: the chorus benchmark sweep over an MPI library's collectives
+// (MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Alltoall, MPI_Bcast, MPI_Reduce),
+// out of place and with MPI_IN_PLACE, float32. Same sizes, timing, checks, table and JSON as
+// `chorus bench`. One source, built once per library (bench/CMakeLists.txt): bench_mpi against
+// Open MPI (library "openmpi"), bench_mpich against MPICH (library "mpich"). Run:
+//   mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 --mca pml ob1 --mca btl self,vader
+//       ./bench_mpi allreduce -b 8 -e 64M -f 4 --json openmpi.json   (one command line)
+//   mpirun.mpich -n 2 ./bench_mpich allreduce -b 8 -e 64M -f 4 --json mpich.json
 #include <fmt/format.h>
 #include <mpi.h>
 
@@ -12,6 +14,7 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include "perf/aligned_buffer.h"
 #include "perf/bench_args.h"
@@ -19,7 +22,16 @@
 #include "perf/pattern.h"
 #include "support/error.h"
 
+// bench/CMakeLists.txt names the library; a build without it measures Open MPI.
+#ifndef CHORUS_MPI_LIBRARY
+#define CHORUS_MPI_LIBRARY "openmpi"
+#define CHORUS_MPI_NAME "Open MPI"
+#endif
+
 namespace {
+
+constexpr const char* kTool =
+    CHORUS_MPI_LIBRARY == std::string_view("mpich") ? "bench_mpich" : "bench_mpi";
 
 using chorus::perf::BenchCase;
 using chorus::perf::Collective;
@@ -168,8 +180,9 @@ class MpiRunner final : public chorus::perf::RankRunner {
 };
 
 int runBench(int argc, char** argv, int rank, int nranks) {
-  CLI::App app{"bench_mpi: chorus's benchmark sweep over Open MPI collectives (float32)",
-               "bench_mpi"};
+  CLI::App app{fmt::format("{}: chorus's benchmark sweep over {} collectives (float32)", kTool,
+                           CHORUS_MPI_NAME),
+               kTool};
   chorus::perf::BenchArgs args;
   chorus::perf::addBenchArgs(app, args);
   try {
@@ -179,9 +192,9 @@ int runBench(int argc, char** argv, int rank, int nranks) {
   }
   if (args.dtype != "float32" && args.dtype != "float" && args.dtype != "f32")
     throw chorus::OptionError(
-        fmt::format("bench_mpi measures float32 only, not --dtype {}", args.dtype));
+        fmt::format("{} measures float32 only, not --dtype {}", kTool, args.dtype));
   chorus::perf::SweepOptions options = chorus::perf::makeSweepOptions(args, nranks, 4);
-  options.library = "openmpi";
+  options.library = CHORUS_MPI_LIBRARY;
   options.transport = transportLabel();
   options.dtype = "float32";
   std::size_t maxElements = 1;
@@ -190,7 +203,8 @@ int runBench(int argc, char** argv, int rank, int nranks) {
     maxElements = std::max({maxElements, shape.sendCount, shape.recvCount});
   }
   MpiRunner runner(maxElements);
-  const std::string title = chorus::perf::sweepTitle("bench_mpi (Open MPI)", options, nranks);
+  const std::string title =
+      chorus::perf::sweepTitle(fmt::format("{} ({})", kTool, CHORUS_MPI_NAME), options, nranks);
   return chorus::perf::runAndReport(runner, options, args, title) ? 0 : 1;
 }
 
@@ -205,10 +219,10 @@ int main(int argc, char** argv) {
   try {
     code = runBench(argc, argv, rank, nranks);
   } catch (const chorus::OptionError& error) {
-    if (rank == 0) fmt::print(stderr, "bench_mpi: error: {}\n", error.what());
+    if (rank == 0) fmt::print(stderr, "{}: error: {}\n", kTool, error.what());
     code = 2;
   } catch (const std::exception& error) {
-    fmt::print(stderr, "bench_mpi: rank {}: error: {}\n", rank, error.what());
+    fmt::print(stderr, "{}: rank {}: error: {}\n", kTool, rank, error.what());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   MPI_Finalize();

@@ -137,8 +137,8 @@ ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind) {
   resolved.fifo.slotBytes = resolveSlotBytes(config);
   resolved.fifo.singleCopyBytes =
       resolveThreshold("CHORUS_SINGLE_COPY_BYTES", transport::FifoOptions{}.singleCopyBytes);
-  resolved.streamingCallBytes =
-      resolveThreshold("CHORUS_STREAMING_BYTES", runtime::kDefaultStreamingCallBytes);
+  resolved.streamingWorkingSetBytes =
+      resolveThreshold("CHORUS_STREAMING_BYTES", runtime::defaultStreamingWorkingSetBytes());
   resolved.threads = resolveThreads(config);
   resolved.executor = resolveExecutor(config);
   resolved.ranksAreThreads = kind == InitKind::allInProcess;

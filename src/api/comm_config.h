@@ -30,8 +30,8 @@ struct ResolvedConfig {
   std::string tuningFile;  // empty: the shipped table only; "off": no tuning tables
   transport::FifoOptions fifo;
   int threads = 1;  // executor threads per rank (runtime::ExecutorConfig::threads)
-  // CHORUS_STREAMING_BYTES: runtime::ExecutorConfig::streamingCallBytes (0: never stream).
-  std::size_t streamingCallBytes = 0;
+  // CHORUS_STREAMING_BYTES: runtime::ExecutorConfig::streamingWorkingSetBytes (0: never stream).
+  std::size_t streamingWorkingSetBytes = 0;
   std::string authToken;     // CHORUS_AUTH_TOKEN: tcp peers must present it
   std::string socketIfname;  // CHORUS_SOCKET_IFNAME: the tcp transport's interface filter
   int socketsPerPeer = 1;    // CHORUS_SOCKETS_PER_PEER: tcp connections per pair of ranks

@@ -36,7 +36,7 @@ transport::TransportOptions transportOptions(const std::string& groupName,
 runtime::ExecutorConfig executorConfig(const ResolvedConfig& config) {
   runtime::ExecutorConfig executor;
   executor.threads = config.threads;
-  executor.streamingCallBytes = config.streamingCallBytes;
+  executor.streamingWorkingSetBytes = config.streamingWorkingSetBytes;
   executor.ranksAreThreads = config.ranksAreThreads;
   return executor;
 }

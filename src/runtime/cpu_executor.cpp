@@ -7,7 +7,7 @@ CpuExecutor::CpuExecutor(int rank, transport::ConnectionSet& connections,
     : Executor(rank, connections) {
   exec_.workspace = &workspace_;
   exec_.threads = config.threads;
-  exec_.streamingCallBytes = config.streamingCallBytes;
+  exec_.streamingWorkingSetBytes = config.streamingWorkingSetBytes;
   exec_.alwaysByReference = config.alwaysByReference;
 }
 

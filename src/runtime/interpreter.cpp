@@ -182,10 +182,11 @@ class RankExecutor {
     auto* userIn = static_cast<std::uint8_t*>(const_cast<void*>(args_.input));
     auto* userOut = static_cast<std::uint8_t*>(args_.output);
     mem_.callBytes = std::max(inBytes, outBytes);
-    mem_.streaming =
-        options_.streamingCallBytes != 0 && mem_.callBytes >= options_.streamingCallBytes;
     mem_.overlapping = userIn && userOut && inBytes && outBytes && userIn < userOut + outBytes &&
                        userOut < userIn + inBytes;
+    mem_.streaming = options_.streamingWorkingSetBytes != 0 &&
+                     callWorkingSetBytes(inBytes, outBytes, mem_.overlapping, a_.nranks) >=
+                         options_.streamingWorkingSetBytes;
     bool aliasOk = true;
     if (a_.inPlace) {
       for (auto kind : {ir::BufferKind::input, ir::BufferKind::output}) {
@@ -778,8 +779,8 @@ class RankExecutor {
     if (slot.remote && task.recv->claimRemote(&slot) == transport::RemoteClaim::wait) return false;
     // Data this step leaves in this rank's buffers goes by reference where the connection
     // allows: always where that saves a copy outright (tcp sends it from the buffer, a peer
-    // maps registered memory and loads it itself), else in out-of-place calls of plans that
-    // only move data and that fit the cache: there copying out of another process's memory
+    // maps registered memory and loads it itself), else in calls of plans that only move data
+    // and that fit the cache (in place or not): there copying out of another process's memory
     // measured faster than two copies through a slot, elsewhere slower (docs/performance.md).
     // A reduced message only exists in the slot.
     bool byReference = false;
@@ -795,8 +796,7 @@ class RankExecutor {
                            s.count, offset, len);
       if (fromSrc && fromInput) region.address = inputAddress(region.address);
       byReference = options_.alwaysByReference || task.sendSavesCopy ||
-                    (!facts_->reduces && !mem_.streaming && !mem_.overlapping) ||
-                    task.send->mapsRemote(region);
+                    (!facts_->reduces && !mem_.streaming) || task.send->mapsRemote(region);
     }
     execute(s, slot, task.recv, byReference ? nullptr : out, offset, len, pieceBytes, fromInput);
     if (receives) task.recv->releaseRecv();

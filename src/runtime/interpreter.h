@@ -123,10 +123,10 @@ struct ExecOptions {
   // pays off; 1 (the default, right for a 2-core machine running a rank per core) never
   // starts any.
   int threads = 1;
-  // Calls whose larger buffer has at least this many bytes write the caller's buffers with
-  // non-temporal stores (stream_copy.h): their data would leave the cache before it is read
-  // again anyway. 0: never.
-  std::size_t streamingCallBytes = kDefaultStreamingCallBytes;
+  // Calls whose working set (callWorkingSetBytes) has at least this many bytes write the
+  // caller's buffers with non-temporal stores (stream_copy.h): their data would leave the cache
+  // before it is read again anyway. 0: never.
+  std::size_t streamingWorkingSetBytes = defaultStreamingWorkingSetBytes();
   // Tests: send by reference whenever the FIFO accepts the message, also where the measured
   // policy would copy (reducing plans, streaming calls), so every path gets exercised.
   bool alwaysByReference = false;

@@ -445,7 +445,7 @@ ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRun
   const int iterations = std::max(1, options.iterations);
   const ExecutorEntry& executorEntry = requireExecutor(options.executor, "RunOptions.executor");
   ExecutorConfig executorConfig;
-  executorConfig.streamingCallBytes = options.streamingCallBytes;
+  executorConfig.streamingWorkingSetBytes = options.streamingWorkingSetBytes;
   executorConfig.alwaysByReference = options.alwaysByReference;
   RankProcessOptions launch;
   launch.nranks = algorithm.nranks;

@@ -28,9 +28,10 @@ struct RunOptions {
   // The transport's registered name (transport/registry.h); empty: the runner's default, the
   // thread transport for runOnThreads and shm for runOnProcesses.
   std::string transport;
-  std::string executor{kDefaultExecutor};                       // the executor's name (executor.h)
-  std::size_t streamingCallBytes = kDefaultStreamingCallBytes;  // ExecutorConfig's (0: never)
-  bool alwaysByReference = false;                               // ExecutorConfig's (tests)
+  std::string executor{kDefaultExecutor};  // the executor's name (executor.h)
+  std::size_t streamingWorkingSetBytes =
+      defaultStreamingWorkingSetBytes();  // ExecutorConfig's (0: never)
+  bool alwaysByReference = false;         // ExecutorConfig's (tests)
   int iterations = 1;  // back-to-back runs on the same buffers (inputs refilled each time)
   // Caller-given inputs instead of the generated exact values: one pointer per rank to
   // inputElements(algorithm, rank, count) elements of `type` (chorus.run in Python). Floating

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "runtime/reduce_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -78,6 +80,21 @@ void fence() {
 }
 
 }  // namespace
+
+std::size_t callWorkingSetBytes(std::size_t inBytes, std::size_t outBytes, bool overlapping,
+                                int ranks) {
+  const std::size_t perRank = overlapping ? std::max(inBytes, outBytes) : inBytes + outBytes;
+  return perRank * static_cast<std::size_t>(std::max(ranks, 1));
+}
+
+std::size_t defaultStreamingWorkingSetBytes() {
+  static const std::size_t threshold = [] {
+    long cache = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (cache <= 0) cache = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return cache > 0 ? static_cast<std::size_t>(cache) / 3 : std::size_t{12} << 20;
+  }();
+  return threshold;
+}
 
 void streamCopy(void* dst, const void* src, std::size_t bytes) {
   if (streamCopyUnfenced(dst, src, bytes)) fence();

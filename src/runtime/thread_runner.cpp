@@ -32,7 +32,7 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
         transportEntry.name, transportEntry.description));
   const ExecutorEntry& executor = requireExecutor(options.executor, "RunOptions.executor");
   ExecutorConfig executorConfig;
-  executorConfig.streamingCallBytes = options.streamingCallBytes;
+  executorConfig.streamingWorkingSetBytes = options.streamingWorkingSetBytes;
   executorConfig.alwaysByReference = options.alwaysByReference;
   executorConfig.ranksAreThreads = true;
   transport::TransportOptions transportOptions;

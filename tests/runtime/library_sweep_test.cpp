@@ -93,7 +93,7 @@ TEST_P(LibrarySweepOnThreads, ExactResult) {
   runtime::ThreadRunReport report = runtime::runOnThreads(algorithm, options);
   EXPECT_TRUE(report.ok()) << libraryCaseName(c) << " by reference: " << report.firstWrong;
   options.fifo.singleCopyBytes = 0;
-  options.streamingCallBytes = 1;
+  options.streamingWorkingSetBytes = 1;
   report = runtime::runOnThreads(algorithm, options);
   EXPECT_TRUE(report.ok()) << libraryCaseName(c) << " streamed: " << report.firstWrong;
 }

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "compile_for_test.h"
 #include "runtime/interpreter.h"
 #include "runtime/reduce_kernels.h"
@@ -180,6 +182,21 @@ TEST(StreamReduce, MatchesReduceElementsAndAllowsDstEqualA) {
   }
 }
 
+TEST(StreamingPolicy, WorkingSetCountsBothBuffersOfEveryRankUnlessTheyOverlap) {
+  EXPECT_EQ(runtime::callWorkingSetBytes(8 << 20, 16 << 20, /*overlapping=*/false, 2),
+            std::size_t{48} << 20);
+  EXPECT_EQ(runtime::callWorkingSetBytes(8 << 20, 16 << 20, /*overlapping=*/true, 2),
+            std::size_t{32} << 20);
+  EXPECT_EQ(runtime::callWorkingSetBytes(100, 0, false, 0), 100u);  // no ranks counts as one
+}
+
+TEST(StreamingPolicy, DefaultThresholdIsAThirdOfTheLastLevelCache) {
+  long cache = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (cache <= 0) cache = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  const std::size_t want = cache > 0 ? static_cast<std::size_t>(cache) / 3 : std::size_t{12} << 20;
+  EXPECT_EQ(runtime::defaultStreamingWorkingSetBytes(), want);
+}
+
 enum class Path { byReference, streamed, tcpByReference };
 
 struct CollectiveCase {
@@ -238,7 +255,7 @@ void runAtOddOffsets(const CollectiveCase& c, Path path) {
       args.count = count;
       runtime::ExecOptions options;
       options.alwaysByReference = path == Path::byReference;
-      options.streamingCallBytes = path == Path::streamed ? 1 : 0;
+      options.streamingWorkingSetBytes = path == Path::streamed ? 1 : 0;
       try {
         runtime::executeRank(a, r, args, tcpView ? *tcpView : group.rank(r), options);
       } catch (const std::exception& e) {
