@@ -3,15 +3,15 @@
 #
 # Usage:
 #   bench/peers/compare.sh COLL --ranks N [-b MIN] [-e MAX] [-f FACTOR] [--transport shm|thread]
-#                          [--rounds R] [--registered] [--build DIR] [--out DIR]
+#                          [--rounds R] [--registered] [--peers LIST] [--build DIR] [--out DIR]
 #                          [-- EXTRA BENCH OPTIONS...]
 #
 #   COLL         allreduce, allgather, reducescatter, alltoall, broadcast or reduce
 #   --ranks N    ranks for every library (default 2)
 #   -b -e -f     size sweep, nccl-tests style (default 8, 64M, 4)
 #   --transport  chorus transport (default shm: processes, like the peers); with tcp, Open MPI
-#                runs its tcp BTL too (--mca btl self,tcp) instead of vader, and MPICH libfabric's
-#                tcp provider with its shared memory off (FI_PROVIDER=tcp MPIR_CVAR_NOLOCAL=1)
+#                runs its tcp BTL too (--mca btl self,tcp) instead of vader, and MPICH its
+#                ch4:ucx over tcp with its shared memory off (MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self)
 #   --rounds R   run R rounds, each one chorus, Open MPI, MPICH, Gloo back to back, so a slow spell
 #                of the machine hits every library (default 1). The tables then show the median
 #                busbw over rounds, chorus's min-max, and per ratio the median over rounds of the
@@ -20,6 +20,7 @@
 #                map: single copy on shm); the peers' stay on the heap, as theirs would
 #   Every round first probes this machine's memory rates (bench_membw); for 2 ranks the tables
 #   show chorus's busbw as a percentage of the memory ceiling ("% ceil", src/perf/memory_ceiling.h)
+#   --peers LIST the peers to run beside chorus, comma-separated (default openmpi,mpich,gloo)
 #   --build DIR  build directory with chorus, bench/bench_mpi, bench/bench_mpich, bench/bench_gloo,
 #                bench/bench_compare
 #                (default: $CHORUS_BUILD_DIR, else <repo>/build)
@@ -56,6 +57,7 @@ max=64M
 factor=4
 transport=shm
 rounds=1
+peers=openmpi,mpich,gloo
 extra=()
 chorus_only=()
 
@@ -68,6 +70,7 @@ while [ $# -gt 0 ]; do
     --transport) transport="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --registered) chorus_only+=(--registered); shift ;;
+    --peers) peers="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     -h | --help) usage ;;
@@ -83,6 +86,14 @@ if ! [[ "$rounds" =~ ^[1-9][0-9]*$ ]]; then
   echo "compare.sh: --rounds takes a whole number >= 1, not '$rounds'" >&2
   exit 2
 fi
+for peer in ${peers//,/ }; do
+  case "$peer" in
+    openmpi | mpich | gloo) ;;
+    *) echo "compare.sh: --peers takes openmpi, mpich and gloo, comma-separated, not '$peer'" >&2; exit 2 ;;
+  esac
+done
+# Whether the peer $1 was asked for (--peers).
+wanted() { [[ ",$peers," == *",$1,"* ]]; }
 if [ ! -x "$build/chorus" ]; then
   echo "compare.sh: $build/chorus not found; build it (ninja -C $build chorus) or pass --build DIR" >&2
   exit 2
@@ -126,7 +137,9 @@ run_round() {
     --json "$out/chorus$suffix.json" "${chorus_only[@]}" "${extra[@]}"
 
   echo
-  if [ ! -x "$build/bench/bench_mpi" ]; then
+  if ! wanted openmpi; then
+    :
+  elif [ ! -x "$build/bench/bench_mpi" ]; then
     echo "== openmpi: skipped ($build/bench/bench_mpi was not built: CMake found no MPI)"
   elif [ -z "$mpirun_bin" ]; then
     echo "== openmpi: skipped (no mpirun on PATH; apt-get install openmpi-bin)"
@@ -141,13 +154,15 @@ run_round() {
   fi
 
   echo
-  if [ ! -x "$build/bench/bench_mpich" ]; then
+  if ! wanted mpich; then
+    :
+  elif [ ! -x "$build/bench/bench_mpich" ]; then
     echo "== mpich: skipped ($build/bench/bench_mpich was not built: CMake found no MPICH)"
   elif [ -z "$mpich_launcher" ]; then
     echo "== mpich: skipped (no mpirun.mpich on PATH; apt-get install mpich)"
   else
     local mpich_env=() what="shared memory"
-    if [ "$transport" = tcp ]; then mpich_env=(FI_PROVIDER=tcp MPIR_CVAR_NOLOCAL=1) what="tcp loopback"; fi
+    if [ "$transport" = tcp ]; then mpich_env=(MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self) what="tcp loopback"; fi
     echo "== mpich ($what, $ranks ranks)"
     run_bench "mpich$suffix" "$out/mpich$suffix.json" \
       env "${mpich_env[@]}" "$mpich_launcher" -n "$ranks" "$build/bench/bench_mpich" "$coll" \
@@ -155,7 +170,9 @@ run_round() {
   fi
 
   echo
-  if [ ! -x "$build/bench/bench_gloo" ]; then
+  if ! wanted gloo; then
+    :
+  elif [ ! -x "$build/bench/bench_gloo" ]; then
     echo "== gloo: skipped ($build/bench/bench_gloo was not built: CMake found no Gloo)"
   else
     echo "== gloo (tcp loopback, $ranks processes)"
