@@ -3,7 +3,7 @@
 // ratios chorus / each peer. Files named NAME.rN.json are round N of their library: the table
 // shows medians over rounds and the median of the per-round ratios (compare.sh --rounds). With
 // --ceiling (bench_membw --json files, one per round), chorus's columns also show each size's
-// fraction of this machine's memory ceiling. Run:
+// fraction of this machine's memory ceiling at that size's working set. Run:
 //   ./bench_compare chorus.json mpi.json gloo.json [--plot compare.svg] [--ceiling membw.json]
 //   ./bench_compare chorus.r1.json openmpi.r1.json chorus.r2.json openmpi.r2.json
 #include <fmt/format.h>
@@ -34,7 +34,7 @@ int runCompare(int argc, char** argv) {
   std::vector<std::string> ceilingFiles;
   app.add_option("--ceiling", ceilingFiles,
                  "bench_membw --json files (one per round): show chorus's busbw as a fraction "
-                 "of the memory ceiling, from the median rates");
+                 "of the memory ceiling, from the median rates of each probed working set");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -54,17 +54,14 @@ int runCompare(int argc, char** argv) {
       record.library = set.label;
       all.push_back(std::move(record));
     }
-  std::optional<chorus::perf::MemoryRates> rates;
+  std::optional<chorus::perf::MemoryProfile> profile;
   if (!ceilingFiles.empty()) {
-    std::vector<double> add, copy;
-    for (const std::string& file : ceilingFiles) {
-      const chorus::perf::MemoryRates r = chorus::perf::readMemoryRatesFile(file);
-      add.push_back(r.addTrafficGbps);
-      copy.push_back(r.copyGbps);
-    }
-    rates = chorus::perf::MemoryRates{chorus::perf::medianOf(add), chorus::perf::medianOf(copy)};
+    std::vector<chorus::perf::MemoryProfile> profiles;
+    for (const std::string& file : ceilingFiles)
+      profiles.push_back(chorus::perf::readMemoryProfileFile(file));
+    profile = chorus::perf::medianProfile(profiles);
   }
-  fmt::print("{}", chorus::perf::comparisonTables(sets, rates));
+  fmt::print("{}", chorus::perf::comparisonTables(sets, profile));
   if (!plotPath.empty()) {
     chorus::perf::PlotOptions plot;
     plot.title = "busbw by library";

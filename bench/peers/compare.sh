@@ -18,8 +18,9 @@
 #                ratio measured within one round
 #   --registered chorus's buffers come from chorus::memAlloc (registered memory, which local peers
 #                map: single copy on shm); the peers' stay on the heap, as theirs would
-#   Every round first probes this machine's memory rates (bench_membw); for 2 ranks the tables
-#   show chorus's busbw as a percentage of the memory ceiling ("% ceil", src/perf/memory_ceiling.h)
+#   Every round first probes this machine's memory rates at working sets of 256 KiB to 1 GiB
+#   (bench_membw); for 2 ranks the tables show chorus's busbw as a percentage of the memory
+#   ceiling at each cell's working set ("% ceil", src/perf/memory_ceiling.h)
 #   --peers LIST the peers to run beside chorus, comma-separated (default openmpi,mpich,gloo)
 #   --build DIR  build directory with chorus, bench/bench_mpi, bench/bench_mpich, bench/bench_gloo,
 #                bench/bench_compare

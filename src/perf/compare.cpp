@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "support/error.h"
+#include "support/size.h"
 
 namespace chorus::perf {
 
@@ -106,12 +107,21 @@ std::string planCell(const RecordSet& set, const GroupKey& group, std::uint64_t 
   return differed ? text + " *" : text;
 }
 
+// "256K 80.1/40.2, 1M ..." : each probe point's working set and rates.
+std::string profileText(const MemoryProfile& profile) {
+  std::string text;
+  for (const MemoryRates& point : profile.points)
+    text += fmt::format("{}{} {}/{}", text.empty() ? "" : ", ",
+                        point.workingSetBytes ? formatSize(point.workingSetBytes) : "?",
+                        formatBandwidth(point.addTrafficGbps), formatBandwidth(point.copyGbps));
+  return text;
+}
+
 std::string groupTable(std::span<const RecordSet> sets, std::size_t reference,
-                       const GroupKey& group, const std::optional<MemoryRates>& rates) {
-  // The memory ceiling's busbw, 0 where there is none. (A plain double: GCC 12 takes a
-  // std::optional<double> read after a has_value() check for maybe-uninitialized.)
-  double ceiling = 0;
-  if (rates) ceiling = ceilingBusbw(group.first, group.second, *rates).value_or(0);
+                       const GroupKey& group, const std::optional<MemoryProfile>& profile) {
+  // Whether the model has a ceiling for this group.
+  const bool ceiling = profile && !profile->points.empty() &&
+                       ceilingWorkingSetBytes(group.first, group.second, 1, false).has_value();
   std::set<std::uint64_t> sizes;
   std::string dtype, op;
   bool havePlans = false;
@@ -141,7 +151,7 @@ std::string groupTable(std::span<const RecordSet> sets, std::size_t reference,
       columns.push_back(
           {fmt::format("{} {}", sets[i].label, inplace ? "ip" : "oop"), i, inplace, Kind::busbw});
       if (i == reference && ranges) columns.push_back({"min-max", i, inplace, Kind::range});
-      if (i == reference && ceiling > 0) columns.push_back({"% ceil", i, inplace, Kind::ceiling});
+      if (i == reference && ceiling) columns.push_back({"% ceil", i, inplace, Kind::ceiling});
     }
   for (std::size_t i = 0; i < sets.size(); ++i) {
     if (i == reference) continue;
@@ -171,8 +181,9 @@ std::string groupTable(std::span<const RecordSet> sets, std::size_t reference,
           text = formatBandwidth(*lo) + "-" + formatBandwidth(*hi);
         }
       } else if (column.kind == Kind::ceiling) {
-        if (auto value = medianOrNone(busbwOverRounds(set, group, bytes, column.inplace)))
-          text = fmt::format("{:.0f}%", *value / ceiling * 100);
+        const auto value = medianOrNone(busbwOverRounds(set, group, bytes, column.inplace));
+        const auto top = ceilingBusbw(group.first, group.second, bytes, column.inplace, *profile);
+        if (value && top) text = fmt::format("{:.0f}%", *value / *top * 100);
       } else if (column.kind == Kind::ratio) {
         std::vector<double> perRound;  // ours / theirs, both measured in the same round
         for (std::size_t round = 0; round < sets[reference].rounds.size(); ++round) {
@@ -209,12 +220,12 @@ std::string groupTable(std::span<const RecordSet> sets, std::size_t reference,
                                      "of the ratio within one round"
                                    : "");
   if (ranges) out += fmt::format("# min-max: {}'s busbw over its rounds\n", sets[reference].label);
-  if (ceiling > 0)
+  if (ceiling)
     out += fmt::format(
-        "# % ceil: {}'s busbw against this machine's memory ceiling of {} GB/s busbw for {} "
-        "(probed: a+=b {} GB/s of traffic, memcpy {} GB/s, 2 threads)\n",
-        sets[reference].label, formatBandwidth(ceiling), group.first,
-        formatBandwidth(rates->addTrafficGbps), formatBandwidth(rates->copyGbps));
+        "# % ceil: {}'s busbw against the memory ceiling of {} at its working set "
+        "(perf/memory_ceiling.h); probed, 2 threads, working set a+=b traffic/copy GB/s: "
+        "{}\n",
+        sets[reference].label, group.first, profileText(*profile));
   if (havePlans)
     out += fmt::format("# plan: what {} ran{}\n", sets[reference].label,
                        severalRounds ? " in round 1; *: another round ran another plan" : "");
@@ -365,7 +376,7 @@ std::vector<BenchRecord> medianRecords(const RecordSet& set) {
 }
 
 std::string comparisonTables(std::span<const RecordSet> sets,
-                             const std::optional<MemoryRates>& rates) {
+                             const std::optional<MemoryProfile>& profile) {
   if (sets.empty()) return {};
   std::size_t reference = 0;
   for (std::size_t i = 0; i < sets.size(); ++i)
@@ -383,7 +394,7 @@ std::string comparisonTables(std::span<const RecordSet> sets,
   std::string out;
   for (const GroupKey& group : groups) {
     if (!out.empty()) out += "\n";
-    out += groupTable(sets, reference, group, rates);
+    out += groupTable(sets, reference, group, profile);
   }
   return out;
 }

@@ -55,11 +55,12 @@ std::vector<BenchRecord> medianRecords(const RecordSet& set);
 // in-place when it differs), with '*' when another round ran another plan. Last, a geometric
 // mean of the median ratios per ratio column. The reference is the first set whose records are
 // library "chorus" (else the first set). "-" marks what a set did not run. A median of an even
-// count is the mean of the middle two. With `rates` (this machine's memory rates, measured in
-// the same run), each of the reference's busbw columns is followed by "% ceil": its median
-// busbw as a percentage of the collective's memory-bandwidth ceiling (memory_ceiling.h), for
-// the collectives and rank counts the model covers.
+// count is the mean of the middle two. With `profile` (this machine's memory rates by working
+// set, measured in the same run), each of the reference's busbw columns is followed by
+// "% ceil": its median busbw as a percentage of the collective's memory-bandwidth ceiling at
+// that cell's working set (memory_ceiling.h), for the collectives and rank counts the model
+// covers.
 std::string comparisonTables(std::span<const RecordSet> sets,
-                             const std::optional<MemoryRates>& rates = std::nullopt);
+                             const std::optional<MemoryProfile>& profile = std::nullopt);
 
 }  // namespace chorus::perf

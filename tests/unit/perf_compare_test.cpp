@@ -221,58 +221,131 @@ TEST(PerfCompareRounds, MedianRecordsForTheChart) {
   EXPECT_EQ(merged[0].bytes, 1024u);
 }
 
-TEST(PerfCompareCeiling, ChorusColumnsShowTheFractionOfTheMemoryCeiling) {
-  // allreduce on 2 ranks: ceiling = a+=b traffic / 5 = 4 GB/s; chorus at 3 GB/s is 75%.
+// One probe point per working set: 1 KiB (in cache) and 1 MiB (beyond it).
+MemoryProfile twoPointProfile() {
+  MemoryProfile profile;
+  profile.points.push_back(MemoryRates{40.0, 16.0, 1024});
+  profile.points.push_back(MemoryRates{20.0, 8.0, 1 << 20});
+  return profile;
+}
+
+TEST(PerfCompareCeiling, ChorusColumnsShowTheFractionOfTheCeilingAtTheirWorkingSet) {
+  // allreduce of 1024 B on 2 ranks, out of place: working set 4 KiB, beyond the 1 KiB probe, so
+  // the 1 MiB probe's rates hold: ceiling = a+=b traffic / 5 = 4 GB/s; chorus at 3 GB/s is 75%.
   const std::vector<RecordSet> sets = {oneCellRounds("chorus", {3.0}),
                                        oneCellRounds("gloo", {1.5})};
-  const std::string table = comparisonTables(sets, MemoryRates{20.0, 8.0});
+  const std::string table = comparisonTables(sets, twoPointProfile());
   const std::vector<std::string> row = rowOf(table, 1024);
   // size, chorus oop, % ceil, chorus ip, % ceil, gloo oop, gloo ip, ratio oop, ratio ip, plan
   ASSERT_EQ(row.size(), 10u) << table;
   EXPECT_EQ(row[1], "3.00") << table;
   EXPECT_EQ(row[2], "75%") << table;
   EXPECT_EQ(row[4], "-") << table;  // no in-place record
-  EXPECT_NE(table.find("memory ceiling of 4.00 GB/s busbw for allreduce"), std::string::npos)
+  EXPECT_NE(table.find("memory ceiling of allreduce at its working set"), std::string::npos)
       << table;
+  EXPECT_NE(table.find("1 KiB 40.0/16.0, 1 MiB 20.0/8.00"), std::string::npos) << table;
   EXPECT_EQ(comparisonTables(sets).find("% ceil"), std::string::npos);
 }
 
 TEST(PerfCompareCeiling, ModelPerCollective) {
   const MemoryRates rates{30.0, 10.0};
-  EXPECT_DOUBLE_EQ(*ceilingBusbw("allreduce", 2, rates), 6.0);
-  EXPECT_DOUBLE_EQ(*ceilingBusbw("reducescatter", 2, rates), 5.0);
-  EXPECT_DOUBLE_EQ(*ceilingBusbw("allgather", 2, rates), 5.0);
-  EXPECT_DOUBLE_EQ(*ceilingBusbw("alltoall", 2, rates), 5.0);
-  EXPECT_FALSE(ceilingBusbw("allreduce", 4, rates));
-  EXPECT_FALSE(ceilingBusbw("broadcast", 2, rates));
+  EXPECT_DOUBLE_EQ(*ceilingBusbw("allreduce", 2, false, rates), 6.0);
+  EXPECT_DOUBLE_EQ(*ceilingBusbw("allreduce", 2, true, rates), 6.0);
+  EXPECT_DOUBLE_EQ(*ceilingBusbw("reducescatter", 2, false, rates), 5.0);
+  // The received half at the copy rate; out of place also the own block.
+  EXPECT_DOUBLE_EQ(*ceilingBusbw("allgather", 2, true, rates), 5.0);
+  EXPECT_DOUBLE_EQ(*ceilingBusbw("allgather", 2, false, rates), 2.5);
+  EXPECT_DOUBLE_EQ(*ceilingBusbw("alltoall", 2, true, rates), 5.0);
+  EXPECT_DOUBLE_EQ(*ceilingBusbw("alltoall", 2, false, rates), 2.5);
+  EXPECT_FALSE(ceilingBusbw("allreduce", 4, false, rates));
+  EXPECT_FALSE(ceilingBusbw("broadcast", 2, false, rates));
 }
 
-TEST(PerfCompareCeiling, RatesFileRoundTripsAndBadFilesAreNamed) {
+TEST(PerfCompareCeiling, WorkingSetPicksTheSmallestProbeThatHoldsIt) {
+  EXPECT_EQ(*ceilingWorkingSetBytes("allreduce", 2, 100, false), 400u);
+  EXPECT_EQ(*ceilingWorkingSetBytes("allreduce", 2, 100, true), 200u);
+  EXPECT_EQ(*ceilingWorkingSetBytes("reducescatter", 2, 100, false), 300u);
+  EXPECT_EQ(*ceilingWorkingSetBytes("allgather", 2, 100, false), 300u);
+  EXPECT_EQ(*ceilingWorkingSetBytes("alltoall", 2, 100, false), 400u);
+  EXPECT_EQ(*ceilingWorkingSetBytes("alltoall", 2, 100, true), 200u);
+  EXPECT_FALSE(ceilingWorkingSetBytes("reduce", 2, 100, false));
+  const MemoryProfile profile = twoPointProfile();
+  EXPECT_EQ(ratesForWorkingSet(profile, 1).workingSetBytes, 1024u);
+  EXPECT_EQ(ratesForWorkingSet(profile, 1024).workingSetBytes, 1024u);
+  EXPECT_EQ(ratesForWorkingSet(profile, 1025).workingSetBytes, 1u << 20);
+  EXPECT_EQ(ratesForWorkingSet(profile, 1u << 30).workingSetBytes, 1u << 20);  // the largest
+  // allgather of 256 B in place: working set 512 B, the cache's copy rate 16 / 2.
+  EXPECT_DOUBLE_EQ(*ceilingBusbw("allgather", 2, 256, true, profile), 8.0);
+  EXPECT_DOUBLE_EQ(*ceilingBusbw("allgather", 2, 4096, true, profile), 4.0);
+}
+
+TEST(PerfCompareCeiling, ProfileFileRoundTripsAndBadFilesAreNamed) {
   const std::string path = ::testing::TempDir() + "membw_test.json";
   {
     std::ofstream out(path);
-    out << memoryRatesJson(MemoryRates{27.5, 9.25});
+    out << memoryProfileJson(twoPointProfile());
   }
-  const MemoryRates read = readMemoryRatesFile(path);
-  EXPECT_DOUBLE_EQ(read.addTrafficGbps, 27.5);
-  EXPECT_DOUBLE_EQ(read.copyGbps, 9.25);
+  const MemoryProfile read = readMemoryProfileFile(path);
+  ASSERT_EQ(read.points.size(), 2u);
+  EXPECT_DOUBLE_EQ(read.points[0].addTrafficGbps, 40.0);
+  EXPECT_DOUBLE_EQ(read.points[1].copyGbps, 8.0);
+  EXPECT_EQ(read.points[1].workingSetBytes, 1u << 20);
   {
-    std::ofstream out(path);
-    out << "{\"add_traffic_gbps\": 3}";
+    std::ofstream out(path);  // a file from before the probe took sizes: one point
+    out << "{\"add_traffic_gbps\": 27.5, \"copy_gbps\": 9.25}";
   }
-  try {
-    readMemoryRatesFile(path);
-    FAIL() << "expected ParseError";
-  } catch (const ParseError& e) {
-    EXPECT_NE(std::string(e.what()).find("copy_gbps"), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(readMemoryRatesFile(path + ".missing"), ParseError);
+  const MemoryProfile old = readMemoryProfileFile(path);
+  ASSERT_EQ(old.points.size(), 1u);
+  EXPECT_DOUBLE_EQ(old.points[0].copyGbps, 9.25);
+  EXPECT_DOUBLE_EQ(*ceilingBusbw("allreduce", 2, 1 << 30, false, old), 5.5);
+  const auto expectNamed = [&](const std::string& text, const std::string& named) {
+    {
+      std::ofstream out(path);
+      out << text;
+    }
+    try {
+      readMemoryProfileFile(path);
+      FAIL() << "expected ParseError for " << text;
+    } catch (const ParseError& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  };
+  expectNamed("{\"add_traffic_gbps\": 3}", "copy_gbps");
+  expectNamed("{\"by_working_set\": []}", "non-empty array");
+  expectNamed("{\"by_working_set\": [{\"add_traffic_gbps\": 1, \"copy_gbps\": 1}]}",
+              "by_working_set[0] needs a whole number \"working_set_bytes\"");
+  expectNamed(
+      "{\"by_working_set\": [{\"working_set_bytes\": 8, \"add_traffic_gbps\": 1, "
+      "\"copy_gbps\": 1}, {\"working_set_bytes\": 4, \"add_traffic_gbps\": 1, "
+      "\"copy_gbps\": 1}]}",
+      "ascend");
+  EXPECT_THROW(readMemoryProfileFile(path + ".missing"), ParseError);
 }
 
-TEST(PerfCompareCeiling, ProbeMeasuresPositiveRates) {
-  const MemoryRates rates = probeMemoryRates(std::size_t{1} << 20, 1);  // small: a smoke test
-  EXPECT_GT(rates.addTrafficGbps, 0);
-  EXPECT_GT(rates.copyGbps, 0);
+TEST(PerfCompareCeiling, MedianProfileTakesEachPointsMedianAndRefusesMixedSizes) {
+  MemoryProfile slow = twoPointProfile(), fast = twoPointProfile(), mid = twoPointProfile();
+  slow.points[1].copyGbps = 4.0;
+  fast.points[1].copyGbps = 12.0;
+  const std::vector<MemoryProfile> rounds{slow, fast, mid};
+  const MemoryProfile median = medianProfile(rounds);
+  EXPECT_DOUBLE_EQ(median.points[1].copyGbps, 8.0);
+  EXPECT_DOUBLE_EQ(median.points[0].addTrafficGbps, 40.0);
+  MemoryProfile other = twoPointProfile();
+  other.points.pop_back();
+  const std::vector<MemoryProfile> mixed{slow, other};
+  EXPECT_THROW(medianProfile(mixed), ParseError);
+}
+
+TEST(PerfCompareCeiling, ProbeMeasuresPositiveRatesAtEachSize) {
+  const std::vector<std::size_t> sizes{std::size_t{1} << 20, 64 << 10};  // small: a smoke test
+  const MemoryProfile profile = probeMemoryProfile(sizes, 1);
+  ASSERT_EQ(profile.points.size(), 2u);
+  EXPECT_EQ(profile.points[0].workingSetBytes, std::uint64_t{256} << 10);  // sorted: 4 x 64 KiB
+  EXPECT_EQ(profile.points[1].workingSetBytes, std::uint64_t{4} << 20);
+  for (const MemoryRates& point : profile.points) {
+    EXPECT_GT(point.addTrafficGbps, 0);
+    EXPECT_GT(point.copyGbps, 0);
+  }
 }
 
 }  // namespace
