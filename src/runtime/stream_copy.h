@@ -19,9 +19,9 @@ std::size_t callWorkingSetBytes(std::size_t inBytes, std::size_t outBytes, bool 
 
 // The default threshold: a third of this machine's last-level cache (sysconf), which leaves the
 // rest to the slots, the peers' other data and the neighbours of a shared machine. Measured
-// here (L3 300 MiB, 2 ranks): a 32 MiB AllGather (96 MiB working set) ran up to 1.4x faster
-// with cached stores, a 48 MiB one (144 MiB) 2x faster streamed (docs/performance.md).
-// 12 MiB where the cache size is unknown.
+// here (L3 300 MiB, 2 ranks): a 32 MiB AllGather in place (64 MiB working set) ran 1.3x faster
+// with cached stores, a 48 MiB one out of place (144 MiB) 1.4-2x faster streamed
+// (docs/performance.md). 12 MiB where the cache size is unknown.
 std::size_t defaultStreamingWorkingSetBytes();
 
 // memcpy(dst, src, bytes) with non-temporal stores where the CPU has them (x86-64; AVX2 when
