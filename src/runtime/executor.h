@@ -46,8 +46,8 @@ struct CallOptions {
 // ignores what it has no use for.
 struct ExecutorConfig {
   int threads = 1;  // threads driving one rank's threadblocks on large calls
-  // Calls whose working set (stream_copy.h) has at least this many bytes write with
-  // non-temporal stores.
+  // Calls whose working set has at least this many bytes write with non-temporal stores
+  // (stream_copy.h's callStreams, which has reductions' rule).
   std::size_t streamingWorkingSetBytes = defaultStreamingWorkingSetBytes();
   bool alwaysByReference = false;  // tests: every message by reference where the FIFO accepts it
   // Every rank of the group is a thread of this process, so an executor may share plain memory

@@ -184,9 +184,11 @@ class RankExecutor {
     mem_.callBytes = std::max(inBytes, outBytes);
     mem_.overlapping = userIn && userOut && inBytes && outBytes && userIn < userOut + outBytes &&
                        userOut < userIn + inBytes;
-    mem_.streaming = options_.streamingWorkingSetBytes != 0 &&
-                     callWorkingSetBytes(inBytes, outBytes, mem_.overlapping, a_.nranks) >=
-                         options_.streamingWorkingSetBytes;
+    const bool reduces = a_.collective == ir::CollectiveKind::allreduce ||
+                         a_.collective == ir::CollectiveKind::reducescatter ||
+                         a_.collective == ir::CollectiveKind::reduce;
+    mem_.streaming = callStreams(inBytes, outBytes, mem_.overlapping, a_.nranks, reduces,
+                                 options_.streamingWorkingSetBytes);
     bool aliasOk = true;
     if (a_.inPlace) {
       for (auto kind : {ir::BufferKind::input, ir::BufferKind::output}) {

@@ -123,9 +123,9 @@ struct ExecOptions {
   // pays off; 1 (the default, right for a 2-core machine running a rank per core) never
   // starts any.
   int threads = 1;
-  // Calls whose working set (callWorkingSetBytes) has at least this many bytes write the
-  // caller's buffers with non-temporal stores (stream_copy.h): their data would leave the cache
-  // before it is read again anyway. 0: never.
+  // Calls whose working set has at least this many bytes (reductions: see callStreams) write
+  // the caller's buffers with non-temporal stores (stream_copy.h): their data would leave the
+  // cache before it is read again anyway. 0: never.
   std::size_t streamingWorkingSetBytes = defaultStreamingWorkingSetBytes();
   // Tests: send by reference whenever the FIFO accepts the message, also where the measured
   // policy would copy (reducing plans, streaming calls), so every path gets exercised.

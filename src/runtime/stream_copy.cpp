@@ -96,6 +96,14 @@ std::size_t defaultStreamingWorkingSetBytes() {
   return threshold;
 }
 
+bool callStreams(std::size_t inBytes, std::size_t outBytes, bool overlapping, int ranks,
+                 bool reduces, std::size_t threshold) {
+  if (threshold == 0) return false;
+  if (reduces)
+    return std::max(inBytes, outBytes) >= std::min(threshold, kReducingStreamingCallBytes);
+  return callWorkingSetBytes(inBytes, outBytes, overlapping, ranks) >= threshold;
+}
+
 void streamCopy(void* dst, const void* src, std::size_t bytes) {
   if (streamCopyUnfenced(dst, src, bytes)) fence();
 }

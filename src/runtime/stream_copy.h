@@ -24,6 +24,19 @@ std::size_t callWorkingSetBytes(std::size_t inBytes, std::size_t outBytes, bool 
 // (docs/performance.md). 12 MiB where the cache size is unknown.
 std::size_t defaultStreamingWorkingSetBytes();
 
+// Reductions keep the rule that measured best for them: they stream from a call (larger
+// buffer) of kReducingStreamingCallBytes, or of `threshold` where that is smaller (so a tiny
+// threshold still forces streaming in tests). At 4 ranks on 2 cores, a 4 MiB in-place
+// AllReduce ran 1.2-1.6x slower with cached stores (docs/performance.md); at 2 ranks the two
+// rules measured the same for reductions.
+inline constexpr std::size_t kReducingStreamingCallBytes = std::size_t{4} << 20;
+
+// Whether a call writes the caller's buffers with streaming stores: its working set reaches
+// `threshold` (0: never), or, for a collective that reduces, as kReducingStreamingCallBytes
+// says.
+bool callStreams(std::size_t inBytes, std::size_t outBytes, bool overlapping, int ranks,
+                 bool reduces, std::size_t threshold);
+
 // memcpy(dst, src, bytes) with non-temporal stores where the CPU has them (x86-64; AVX2 when
 // present); the stores are fenced before it returns. The ranges must not overlap.
 void streamCopy(void* dst, const void* src, std::size_t bytes);

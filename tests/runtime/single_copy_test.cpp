@@ -190,6 +190,22 @@ TEST(StreamingPolicy, WorkingSetCountsBothBuffersOfEveryRankUnlessTheyOverlap) {
   EXPECT_EQ(runtime::callWorkingSetBytes(100, 0, false, 0), 100u);  // no ranks counts as one
 }
 
+TEST(StreamingPolicy, ReductionsStreamFromAFourMiBCallDataMovesByWorkingSet) {
+  const std::size_t mib = std::size_t{1} << 20;
+  const std::size_t threshold = 100 * mib;
+  // A 4 MiB in-place AllReduce on 4 ranks: 16 MiB of working set, but it reduces.
+  EXPECT_TRUE(runtime::callStreams(4 * mib, 4 * mib, true, 4, /*reduces=*/true, threshold));
+  EXPECT_FALSE(runtime::callStreams(4 * mib - 1, 4 * mib - 1, true, 4, true, threshold));
+  // The same buffers moved without reducing stay cached until the working set reaches it.
+  EXPECT_FALSE(runtime::callStreams(4 * mib, 4 * mib, true, 4, /*reduces=*/false, threshold));
+  EXPECT_TRUE(runtime::callStreams(25 * mib, 25 * mib, true, 4, false, threshold));
+  // Tests force either way: 1 streams everything, 0 nothing.
+  EXPECT_TRUE(runtime::callStreams(64, 64, false, 2, true, 1));
+  EXPECT_TRUE(runtime::callStreams(64, 64, false, 2, false, 1));
+  EXPECT_FALSE(runtime::callStreams(1 << 30, 1 << 30, false, 2, true, 0));
+  EXPECT_FALSE(runtime::callStreams(1 << 30, 1 << 30, false, 2, false, 0));
+}
+
 TEST(StreamingPolicy, DefaultThresholdIsAThirdOfTheLastLevelCache) {
   long cache = sysconf(_SC_LEVEL3_CACHE_SIZE);
   if (cache <= 0) cache = sysconf(_SC_LEVEL2_CACHE_SIZE);
