@@ -53,10 +53,18 @@ MPI_Op mpiOp(chorus::ReduceOp op) {
   return MPI_OP_NULL;
 }
 
-// Open MPI's byte-transfer layers as mpirun passed them (--mca btl ...), for the records.
+// The transport the launcher chose, for the records: Open MPI's byte-transfer layers as
+// mpirun passed them (--mca btl ...); for MPICH (ch4:ucx) the UCX transports and whether
+// shared memory between local ranks is off (MPIR_CVAR_NOLOCAL, compare.sh --transport tcp).
 std::string transportLabel() {
-  const char* btl = std::getenv("OMPI_MCA_btl");
-  return btl != nullptr ? fmt::format("btl {}", btl) : "default";
+  if (const char* btl = std::getenv("OMPI_MCA_btl")) return fmt::format("btl {}", btl);
+  const char* tls = std::getenv("UCX_TLS");
+  const char* noLocal = std::getenv("MPIR_CVAR_NOLOCAL");
+  const bool sharedMemoryOff = noLocal != nullptr && std::string_view(noLocal) == "1";
+  if (tls == nullptr && !sharedMemoryOff) return "default";
+  return fmt::format("{}{}{}", tls != nullptr ? fmt::format("ucx {}", tls) : "",
+                     tls != nullptr && sharedMemoryOff ? ", " : "",
+                     sharedMemoryOff ? "no local shm" : "");
 }
 
 // One rank of MPI_COMM_WORLD. Out of place: input in send_, output in recv_. In place: the
