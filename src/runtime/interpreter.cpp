@@ -750,10 +750,10 @@ class RankExecutor {
     const bool receives = ir::opReceives(s.op);
     transport::RecvSlot slot;
     std::uint8_t* out = nullptr;
-    if (receives && !task.recv->tryRecvSlot(&slot)) {
-      if (task.mayPost && task.postedThrough <= task.iteration) postDestinations(task, s);
-      return false;
-    }
+    // Post before the first poll: polling an empty FIFO reads what the socket holds, and a
+    // message read before its post lands in a slot (one copy more).
+    if (receives && task.mayPost && task.postedThrough <= task.iteration) postDestinations(task, s);
+    if (receives && !task.recv->tryRecvSlot(&slot)) return false;
     if (ir::opSends(s.op) && (out = task.send->trySendSlot()) == nullptr) return false;
     if (receives && slot.tag != options_.callTag) failMismatchedCall(task);
 
@@ -844,9 +844,9 @@ class RankExecutor {
     return true;
   }
 
-  // A step that only lands the message in its destination (recv, recvCopySend) and finds it
-  // not there yet lets the transport write it there directly, where it can (Fifo::postRecv):
-  // one copy fewer. Not while a message this rank sent by reference still reads that memory.
+  // A step that only lands the message in its destination (recv, recvCopySend) lets the
+  // transport write it there directly, where it can (Fifo::postRecv), before it first polls for
+  // it: one copy fewer. Not while a message this rank sent by reference still reads that memory.
   // Where no other step touches those chunks (PlanFacts::postAheadStep) and the caller's
   // buffers do not overlap, the step's next tiles are posted too, as far as the slots go: a
   // rank reads frames ahead of its interpreter, and each one posted in time skips its slot.

@@ -127,13 +127,14 @@ class Fifo {
   // Receiver: whether a message of `bytes` may be posted for. The default says no, and then no
   // other posting call is made.
   virtual bool acceptsPost(std::size_t /*bytes*/) const { return false; }
-  // Receiver, while tryRecvSlot() finds nothing: the message `ahead` places after the next one
-  // to be received (0: the next; at most slotCount() - 1), if it carries `tag` and exactly
-  // region.bytes(), may be written straight into `region` (pieces of this rank's memory, which
-  // nobody may read or write until that message is received or unpost() returns);
-  // tryRecvSlot() then returns it `delivered`. A message that does not match or had started to
-  // arrive lands in its slot as usual. False when the post could not be made now (try again
-  // later). Replaces an earlier post for the same message.
+  // Receiver, before tryRecvSlot() returns the next message (the interpreter posts before its
+  // first poll, since a poll may read a waiting message into its slot): the message `ahead`
+  // places after the next one to be received (0: the next; at most slotCount() - 1), if it
+  // carries `tag` and exactly region.bytes(), may be written straight into `region` (pieces of
+  // this rank's memory, which nobody may read or write until that message is received or
+  // unpost() returns); tryRecvSlot() then returns it `delivered`. A message that does not
+  // match, had started to arrive or had arrived already lands in its slot as usual. False when the
+  // post could not be made now (try again later). Replaces an earlier post for the same message.
   virtual bool postRecv(const RemoteRegion& /*region*/, std::uint64_t /*tag*/,
                         std::size_t /*ahead*/) {
     return false;
