@@ -22,6 +22,8 @@
 #include <fmt/format.h>
 
 #include "../cli/cli_run.h"
+#include "ir/algorithm.h"
+#include "selection/tuning_table.h"
 
 namespace {
 
@@ -177,14 +179,22 @@ TEST_F(NetnsHostsTest, DefaultAllToAllAcrossHostsIsTwoStepBelow512K) {
 }
 
 TEST_F(NetnsHostsTest, OneRankPerHostUsesTheTcpTuningTables) {
-  // Every peer is a tcp peer: the shipped tcp tables choose (allgather.direct at 512 B, where
-  // the shm tables would run ring{channels=2}, two messages instead of one).
+  // Every peer is a tcp peer: the shipped tcp table chooses, not the shm one (whose 512 B
+  // choices use LL128, a protocol only shared memory has).
+  const chorus::selection::TuningFile& shipped = chorus::selection::builtinTuning();
+  const auto* tcp = shipped.find(chorus::ir::CollectiveKind::allgather, kHosts, "tcp");
+  const auto* shm = shipped.find(chorus::ir::CollectiveKind::allgather, kHosts, "shm");
+  ASSERT_TRUE(tcp != nullptr && tcp->transport == "tcp") << "no shipped tcp allgather table";
+  ASSERT_TRUE(shm != nullptr && shm->transport == "shm") << "no shipped shm allgather table";
+  const std::string expected = tcp->entryFor(512).choice.describe();
+  ASSERT_NE(expected, shm->entryFor(512).choice.describe())
+      << "pick a size where the shipped tcp and shm tables differ";
   const std::vector<RankRun> runs =
       launch(fmt::format("'{}' bench allgather --launched -b 512 -e 512 --budget 0.01", CHORUS_CLI),
              "", {}, /*ranksPerHost=*/1);
   for (const RankRun& run : runs)
     EXPECT_EQ(run.exitCode, 0) << run.output;
-  EXPECT_THAT(runs[0].output, ::testing::ContainsRegex("512 .* allgather\\.direct"));
+  EXPECT_THAT(runs[0].output, HasSubstr(expected));
   EXPECT_THAT(runs[0].output, HasSubstr("# Wrong elements       : 0 OK"));
 }
 
