@@ -7,6 +7,7 @@
 
 #include "api/call_tag.h"
 #include "api/group.h"
+#include "ir/algorithm.h"
 #include "ir/step_endpoints.h"
 #include "runtime/datatype.h"
 #include "support/error.h"
@@ -22,11 +23,6 @@ using ir::CollectiveKind;
 
 constexpr int kMaxPeersNamed = 8;
 constexpr std::size_t kMaxCallShapes = 256;
-
-bool reduces(CollectiveKind kind) {
-  return kind == CollectiveKind::allreduce || kind == CollectiveKind::reducescatter ||
-         kind == CollectiveKind::reduce;
-}
 
 bool rooted(CollectiveKind kind) {
   return kind == CollectiveKind::broadcast || kind == CollectiveKind::reduce;
@@ -73,7 +69,7 @@ std::string describeCall(const PreparedCollective& p, std::uint64_t sequence) {
 
 std::string describeShape(const CollectiveCall& c, bool inPlace, const runtime::Plan& plan) {
   std::string text = fmt::format("(count {} {}", c.count, runtime::dataTypeName(c.type));
-  if (reduces(c.kind)) text += fmt::format(" {}", runtime::reduceOpName(c.op));
+  if (ir::collectiveReduces(c.kind)) text += fmt::format(" {}", runtime::reduceOpName(c.op));
   if (rooted(c.kind)) text += fmt::format(" root {}", c.root);
   if (inPlace) text += " in place";
   return text + fmt::format(", plan {})", plan.name);
@@ -148,7 +144,7 @@ api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& c
     throw OptionError(fmt::format("rank {}: {}: datatype value {} is not a chorus::DataType", rank_,
                                   ir::collectiveName(call.kind), static_cast<int>(call.type)));
   PreparedCollective p({call.kind, call.sendbuf, call.recvbuf, call.count, call.type,
-                        reduces(call.kind) ? call.op : ReduceOp::sum,
+                        ir::collectiveReduces(call.kind) ? call.op : ReduceOp::sum,
                         rooted(call.kind) ? call.root : 0, call.stream});
   const bool inPlace = isInPlace(call, rank_);
   const api::ShapeKey key{
@@ -181,7 +177,8 @@ api::PreparedCollective Communicator::Impl::prepare(const api::CollectiveCall& c
 
 void Communicator::Impl::checkShape(const api::CollectiveCall& call) const {
   const std::string_view name = ir::collectiveName(call.kind);
-  if (reduces(call.kind) && static_cast<std::size_t>(call.op) >= runtime::allReduceOps().size())
+  if (ir::collectiveReduces(call.kind) &&
+      static_cast<std::size_t>(call.op) >= runtime::allReduceOps().size())
     throw OptionError(fmt::format(
         "rank {}: {}: reduction operator value {} is not a chorus::ReduceOp (sum, prod, min, max, "
         "avg)",

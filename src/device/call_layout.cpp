@@ -1,5 +1,6 @@
 #include "device/call_layout.h"
 
+#include "ir/algorithm.h"
 #include "ir/collective.h"
 #include "runtime/datatype.h"
 
@@ -101,9 +102,8 @@ void finishCall(const ir::Algorithm& algorithm, int rank, const runtime::Collect
 }
 
 bool outputIsReduced(const ir::Algorithm& algorithm, int rank) {
-  return algorithm.collective == ir::CollectiveKind::allreduce ||
-         algorithm.collective == ir::CollectiveKind::reducescatter ||
-         (algorithm.collective == ir::CollectiveKind::reduce && rank == algorithm.root);
+  return ir::collectiveReduces(algorithm.collective) &&
+         (algorithm.collective != ir::CollectiveKind::reduce || rank == algorithm.root);
 }
 
 }  // namespace chorus::device

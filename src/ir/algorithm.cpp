@@ -155,6 +155,11 @@ std::optional<Protocol> parseProtocolName(std::string_view name) {
   return std::nullopt;
 }
 
+bool collectiveReduces(CollectiveKind kind) {
+  return kind == CollectiveKind::allreduce || kind == CollectiveKind::reducescatter ||
+         kind == CollectiveKind::reduce;
+}
+
 std::string_view collectiveName(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::allreduce:

@@ -131,5 +131,8 @@ std::optional<Protocol> parseProtocolName(std::string_view name);  // case-insen
 std::string_view collectiveName(CollectiveKind kind);              // "allreduce", ..., "custom"
 // Accepts "reduce_scatter" and "reducescatter".
 std::optional<CollectiveKind> parseCollectiveName(std::string_view name);
+// AllReduce, ReduceScatter and Reduce: their outputs (Reduce's at the root) combine the ranks'
+// inputs with the reduction operator.
+bool collectiveReduces(CollectiveKind kind);
 
 }  // namespace chorus::ir

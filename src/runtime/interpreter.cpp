@@ -184,11 +184,9 @@ class RankExecutor {
     mem_.callBytes = std::max(inBytes, outBytes);
     mem_.overlapping = userIn && userOut && inBytes && outBytes && userIn < userOut + outBytes &&
                        userOut < userIn + inBytes;
-    const bool reduces = a_.collective == ir::CollectiveKind::allreduce ||
-                         a_.collective == ir::CollectiveKind::reducescatter ||
-                         a_.collective == ir::CollectiveKind::reduce;
-    mem_.streaming = callStreams(inBytes, outBytes, mem_.overlapping, a_.nranks, reduces,
-                                 options_.streamingWorkingSetBytes);
+    mem_.streaming =
+        callStreams(inBytes, outBytes, mem_.overlapping, a_.nranks,
+                    ir::collectiveReduces(a_.collective), options_.streamingWorkingSetBytes);
     bool aliasOk = true;
     if (a_.inPlace) {
       for (auto kind : {ir::BufferKind::input, ir::BufferKind::output}) {
@@ -464,9 +462,8 @@ class RankExecutor {
 
   // avg reduces as sum; the outputs that hold reductions are divided by the rank count once.
   void averageOutputs() {
-    const bool reduces = a_.collective == ir::CollectiveKind::allreduce ||
-                         a_.collective == ir::CollectiveKind::reducescatter ||
-                         (a_.collective == ir::CollectiveKind::reduce && rank_ == a_.root);
+    const bool reduces = ir::collectiveReduces(a_.collective) &&
+                         (a_.collective != ir::CollectiveKind::reduce || rank_ == a_.root);
     if (!reduces || args_.output == nullptr) return;
     divideElements(args_.type, args_.output, elements(collective_->outputChunks(rank_)), a_.nranks);
   }

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/algorithm.h"
 #include "ir/collective.h"
 #include "runtime/collective_args.h"
 #include "runtime/reduce_kernels.h"
@@ -244,9 +245,7 @@ void checkRankOutput(const ir::Algorithm& algorithm, int rank, const RunOptions&
     for (std::size_t o = 0; o < elems; ++o)
       storeInput(options, from, first + o, dst + o * esz);
   };
-  const bool reduces = algorithm.collective == ir::CollectiveKind::allreduce ||
-                       algorithm.collective == ir::CollectiveKind::reducescatter ||
-                       algorithm.collective == ir::CollectiveKind::reduce;
+  const bool reduces = ir::collectiveReduces(algorithm.collective);
   const auto* out = static_cast<const std::uint8_t*>(output);
   for (int j = 0; j < collective->outputChunks(rank); ++j) {
     const auto want = collective->expectedOutput(rank, j);

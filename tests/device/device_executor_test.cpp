@@ -17,6 +17,7 @@
 #include "api/comm_config.h"
 #include "chorus/chorus.h"
 #include "device/host_executor.h"
+#include "forwarding_connections.h"
 #include "library_cases.h"
 #include "process_threads.h"
 #include "runtime/process_runner.h"
@@ -214,25 +215,10 @@ TEST(DeviceExecutorErrors, AGroupAbortedWhileTheBlocksWaitStopsThemAtOnce) {
 }
 
 // A thread group's rank that claims its peers run on other hosts.
-class SpreadOverHosts final : public transport::ConnectionSet {
+class SpreadOverHosts final : public testing_support::ForwardingConnections {
  public:
-  explicit SpreadOverHosts(transport::ConnectionSet& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int nranks() const override { return inner_.nranks(); }
-  transport::Fifo& sendFifo(int peer, int channel) override {
-    return inner_.sendFifo(peer, channel);
-  }
-  transport::Fifo& recvFifo(int peer, int channel) override {
-    return inner_.recvFifo(peer, channel);
-  }
-  void abort(const std::string& reason) override { inner_.abort(reason); }
-  std::string abortReason() const override { return inner_.abortReason(); }
-  void publishCall(std::string_view description) override { inner_.publishCall(description); }
-  std::string peerCall(int peer) const override { return inner_.peerCall(peer); }
+  using ForwardingConnections::ForwardingConnections;
   int ranksOnThisHost() const override { return 1; }
-
- private:
-  transport::ConnectionSet& inner_;
 };
 
 TEST(DeviceExecutorErrors, RanksOnSeveralHostsAreRefused) {

@@ -194,7 +194,7 @@ TEST_F(NetnsHostsTest, OneRankPerHostUsesTheTcpTuningTables) {
              "", {}, /*ranksPerHost=*/1);
   for (const RankRun& run : runs)
     EXPECT_EQ(run.exitCode, 0) << run.output;
-  EXPECT_THAT(runs[0].output, HasSubstr(expected));
+  EXPECT_THAT(runs[0].output, HasSubstr(" " + expected + "\n")) << "the whole plan name";
   EXPECT_THAT(runs[0].output, HasSubstr("# Wrong elements       : 0 OK"));
 }
 

@@ -14,9 +14,9 @@
 #include <utility>
 
 #include "compile_for_test.h"
+#include "forwarding_connections.h"
 #include "runtime/interpreter.h"
 #include "runtime/run_check.h"
-#include "transport/connections.h"
 #include "transport/remote_message.h"
 #include "transport/thread/thread_group.h"
 
@@ -86,39 +86,26 @@ class PostingFifo final : public transport::Fifo {
 };
 
 // A thread rank whose receive FIFOs take posts (PostingFifo).
-class PostingRank final : public transport::ConnectionSet {
+class PostingRank final : public testing_support::ForwardingConnections {
  public:
-  explicit PostingRank(transport::ConnectionSet& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int nranks() const override { return inner_.nranks(); }
-  transport::Fifo& sendFifo(int peer, int channel) override {
-    return inner_.sendFifo(peer, channel);
-  }
+  using ForwardingConnections::ForwardingConnections;
   transport::Fifo& recvFifo(int peer, int channel) override {
     auto& fifo = recv_[{peer, channel}];
-    if (!fifo) fifo = std::make_unique<PostingFifo>(inner_.recvFifo(peer, channel));
+    if (!fifo) fifo = std::make_unique<PostingFifo>(ForwardingConnections::recvFifo(peer, channel));
     return *fifo;
   }
-  void abort(const std::string& reason) override { inner_.abort(reason); }
-  std::string abortReason() const override { return inner_.abortReason(); }
-  void publishCall(std::string_view description) override { inner_.publishCall(description); }
-  std::string peerCall(int peer) const override { return inner_.peerCall(peer); }
 
-  int delivered() const {
-    int n = 0;
-    for (const auto& [key, fifo] : recv_)
-      n += fifo->deliveredCount;
-    return n;
-  }
-  int slotted() const {
-    int n = 0;
-    for (const auto& [key, fifo] : recv_)
-      n += fifo->slottedCount;
-    return n;
-  }
+  int delivered() const { return total(&PostingFifo::deliveredCount); }
+  int slotted() const { return total(&PostingFifo::slottedCount); }
 
  private:
-  transport::ConnectionSet& inner_;
+  int total(int PostingFifo::*count) const {
+    int n = 0;
+    for (const auto& [key, fifo] : recv_)
+      n += (*fifo).*count;
+    return n;
+  }
+
   std::map<std::pair<int, int>, std::unique_ptr<PostingFifo>> recv_;
 };
 
