@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <queue>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -215,9 +216,17 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
     indexInRank[s] = static_cast<int>(list.size());
     list.push_back(static_cast<int>(s));
   }
+  // A rank's local instructions may open new slots below: one per manual threadblock id no
+  // existing slot has, plus one where the rank has no slot at all. `width` bounds the rank's
+  // slot count so that the vector clocks can be sized up front.
+  std::vector<std::set<int>> newManualIds(nranks);
+  for (const Instr& in : graph.instrs)
+    if (in.slot < 0 && in.sendTbHint >= 0) newManualIds[in.rank].insert(in.sendTbHint);
+  for (const TbSlot& slot : graph.slots)
+    newManualIds[slot.rank].erase(slot.manualId);
   std::vector<int> width(nranks);
   for (int r = 0; r < nranks; ++r)
-    width[r] = static_cast<int>(slotsOfRank[r].size()) + 1;
+    width[r] = static_cast<int>(slotsOfRank[r].size() + newManualIds[r].size()) + 1;
   std::vector<int> lastPosition(graph.slots.size(), -1);
   std::vector<int> stepsOf(graph.slots.size(), 0);
   std::vector<std::vector<int>> knowledge(graph.slots.size());
@@ -272,7 +281,9 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
         lastPosition.push_back(-1);
         stepsOf.push_back(0);
         knowledge.emplace_back();
-        CHORUS_INTERNAL_ASSERT(indexInRank.back() < width[in.rank], "one local slot per rank");
+        CHORUS_INTERNAL_ASSERT(
+            indexInRank.back() < width[in.rank],
+            "slots opened for local instructions stay within the width counted above");
       }
       in.slot = chosen;
       in.channel = graph.slots[chosen].channel;
@@ -292,7 +303,8 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
     position[in.id] = rankPosition[in.rank]++;
   }
 
-  // Threadblock ids: manual ids first, then the rest sorted by (channel, send, recv).
+  // Threadblock ids: manual ids keep their order, the rest fill the gaps sorted by (channel,
+  // send, recv); then the ids are made dense.
   std::vector<int> tbOfSlot(graph.slots.size(), -1);
   for (int r = 0; r < nranks; ++r) {
     auto& slots = slotsOfRank[r];
@@ -319,6 +331,15 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
         ++next;
       tbOfSlot[s] = next++;
     }
+    // Manual ids a rank does not use would be empty threadblocks (each one a CUDA block on
+    // MSCCL's runtime): close the gaps, keeping the ids' order, as msccl-tools' lowering does.
+    std::vector<int> used;
+    for (int s : slots)
+      used.push_back(tbOfSlot[s]);
+    std::sort(used.begin(), used.end());
+    for (int s : slots)
+      tbOfSlot[s] =
+          static_cast<int>(std::lower_bound(used.begin(), used.end(), tbOfSlot[s]) - used.begin());
   }
   for (int id : order)
     graph.instrs[id].tb = tbOfSlot[graph.instrs[id].slot];

@@ -169,6 +169,41 @@ TEST(AssignThreadblocks, LocalReducesLandOnThreadblocksWithPeers) {
   }
 }
 
+// Manual threadblocks (msccl-tools' allreduce_a100_allpairs_v2 pattern): copies pinned to
+// threadblock = peer, local reduces to ranks + peer. Each rank leaves ids `r` and `ranks + r`
+// unused; with two instances the local reduces open more threadblocks than the rank's copies
+// have. The ids come out dense, with no empty threadblock.
+TEST(AssignThreadblocks, ManualLocalThreadblocksGetDenseIds) {
+  constexpr int kRanks = 4;
+  lang::Program p("allpairs-manual", lang::allReduce(kRanks, kRanks, true),
+                  lang::ProgramOptions{.instances = 2});
+  for (int r = 0; r < kRanks; ++r)
+    for (int q = 0; q < kRanks; ++q)
+      if (q != r)
+        p.chunk(r, lang::Buffer::input, q)
+            .copy(q, lang::Buffer::scratch, r, {.sendTb = q, .recvTb = r});
+  for (int q = 0; q < kRanks; ++q)
+    for (int r = 0; r < kRanks; ++r)
+      if (r != q)
+        p.chunk(q, lang::Buffer::input, q)
+            .reduce(p.chunk(q, lang::Buffer::scratch, r), {.sendTb = kRanks + r});
+  for (int q = 0; q < kRanks; ++q)
+    for (int r = 0; r < kRanks; ++r)
+      if (r != q)
+        p.chunk(q, lang::Buffer::input, q)
+            .copy(r, lang::Buffer::input, q, {.sendTb = r, .recvTb = q});
+  ASSERT_TRUE(p.checkPostcondition().empty());
+  const auto result = compileWith(p);
+  for (const auto& rank : result.algorithm.ranks) {
+    ASSERT_FALSE(rank.threadblocks.empty());
+    for (std::size_t i = 0; i < rank.threadblocks.size(); ++i) {
+      EXPECT_EQ(rank.threadblocks[i].id, static_cast<int>(i)) << "rank " << rank.rank;
+      EXPECT_FALSE(rank.threadblocks[i].steps.empty()) << "rank " << rank.rank << " tb " << i;
+    }
+  }
+  EXPECT_TRUE(verify::verifyAlgorithm(result.algorithm).ok());
+}
+
 // insert-dependencies + prune-waits: pruning only removes waits, and the result still verifies.
 TEST(PruneWaits, DisabledKeepsMoreWaits) {
   algorithms::BuildRequest request;
