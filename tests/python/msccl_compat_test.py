@@ -53,6 +53,10 @@ CASES = [
     ("alltoall_allpairs", "alltoall_allpairs.py", ["3", "2", "--protocol", "LL128"]),
     ("reducescatter_allpairs", "reducescatter_allpairs.py", ["4", "1"]),
     ("custom_collective", "custom_collective.py", ["4", "2", "2", "1"]),
+    ("allreduce_allpairs_manual", "allreduce_allpairs_manual.py", ["4", "2"]),
+    ("allreduce_allpairs_manual_3", "allreduce_allpairs_manual.py",
+     ["3", "1", "--protocol", "Simple"]),
+    ("allreduce_ring_star_imports", "allreduce_ring_star_imports.py", ["6", "1"]),
 ]
 
 BAD_PROGRAMS = ["uninitialized_chunk.py", "out_of_range_index.py", "unlinked_copy.py",
@@ -114,6 +118,82 @@ def _add_program_test(name):
 
 for _name, _program, _args in CASES:
     _add_program_test(_name)
+
+
+class ManualThreadblocks(unittest.TestCase):
+    """Manual threadblock ids become dense XML ids, as in msccl-tools' output."""
+
+    def test_ids_a_rank_does_not_use_leave_no_empty_threadblock(self):
+        # Rank q's copies use threadblocks r != q and its reductions size + r (r != q): ids q
+        # and size + q stay unused, and must not become empty <tb> elements.
+        result = run_program(os.path.join(PROGRAMS, "allreduce_allpairs_manual.py"), ["4", "1"])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        for gpu in re.findall(r"<gpu .*?</gpu>", result.stdout, flags=re.S):
+            ids = [int(i) for i in re.findall(r'<tb id="(\d+)"', gpu)]
+            self.assertEqual(ids, list(range(6)), gpu[:200])
+            self.assertNotRegex(gpu, r"<tb [^>]*>\s*</tb>")
+
+
+class SynthesisCollectives(unittest.TestCase):
+    """msccl.collectives: msccl-tools' specifications (precondition, postcondition, address)."""
+
+    def test_star_import_gives_msccl_tools_names(self):
+        names = {}
+        exec("from msccl.collectives import *", names)
+        for name in ["Chunk", "Collective", "build_collective", "broadcast", "scatter", "gather",
+                     "allgather", "alltoall", "reduce", "allreduce", "reduce_scatter", "scan",
+                     "multiroot_broadcast", "multiroot_scatter", "multiroot_gather",
+                     "dataclass", "ABC", "abstractmethod"]:
+            self.assertIn(name, names)
+
+    def test_allreduce_combines_one_chunk_per_rank(self):
+        from msccl import collectives
+        spec = collectives.allreduce(3)
+        self.assertEqual((spec.name, spec.num_nodes, spec.num_chunks, spec.num_addresses,
+                          spec.is_combining, spec.runtime_name),
+                         ("Allreduce(n=3)", 3, 3, 1, True, "allreduce"))
+        self.assertEqual([[spec.precondition(r, c) for c in spec.chunks()] for r in spec.ranks()],
+                         [[True, False, False], [False, True, False], [False, False, True]])
+        self.assertTrue(all(spec.postcondition(r, c) for r in range(3) for c in range(3)))
+
+    def test_alltoall_and_reduce_scatter_transpose(self):
+        from msccl import collectives
+        a2a = collectives.alltoall(2)
+        # Chunk c starts on rank c mod n and ends on rank c // n, as msccl-tools defines it.
+        self.assertEqual([sorted(a2a._chunks[c].precondition) for c in a2a.chunks()],
+                         [[0], [1], [0], [1]])
+        self.assertEqual([sorted(a2a._chunks[c].postcondition) for c in a2a.chunks()],
+                         [[0], [0], [1], [1]])
+        self.assertFalse(a2a.is_combining)
+        rs = collectives.reduce_scatter(2)
+        self.assertEqual([rs.address(c) for c in rs.chunks()], [0, 0, 1, 1])
+        self.assertEqual(rs.runtime_name, "reduce_scatter")
+
+    def test_rooted_scan_and_multiroot(self):
+        from msccl import collectives
+        self.assertEqual(sorted(collectives.broadcast(4, 2)._chunks[0].precondition), [2])
+        self.assertEqual(sorted(collectives.gather(3, 1)._chunks[0].postcondition), [1])
+        scan = collectives.scan(3)
+        self.assertEqual([sorted(c.postcondition) for c in scan._chunks],
+                         [[0, 1, 2], [1, 2], [2]])
+        roots = collectives.multiroot_broadcast(4, [0, 3])
+        self.assertEqual(roots.name, "MultirootBroadcast(n=4,roots=(0,3))")
+        self.assertEqual([sorted(c.precondition) for c in roots._chunks], [[0], [3]])
+
+    def test_chunk_up_and_triggers(self):
+        from msccl import collectives
+        spec = collectives.build_collective("t", 2, 2, lambda r, c: r == c, lambda r, c: True,
+                                            trigger=lambda r, c: 7 if (r, c) == (1, 0) else None,
+                                            runtime_name="x")
+        self.assertTrue(spec.has_triggers())
+        self.assertEqual((spec.trigger(1, 0), spec.trigger(0, 0)), (7, None))
+        split = spec.chunk_up(2)
+        self.assertEqual((split.name, split.num_chunks, split.runtime_name, split.has_triggers()),
+                         ("t,chunks=2", 4, "custom", False))
+        self.assertEqual([split.address(c) for c in split.chunks()], [0, 1, 2, 3])
+        self.assertIs(spec.chunk_up(1), spec)
+        with self.assertRaisesRegex(ValueError, "at least 1"):
+            spec.chunk_up(0)
 
 
 class RejectedProgramsNameTheirLine(unittest.TestCase):

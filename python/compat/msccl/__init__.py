@@ -14,6 +14,6 @@ import chorus.lang
 # Errors raised while tracing name the user's program line, never a frame of this package.
 chorus.lang.register_internal_dir(os.path.dirname(os.path.abspath(__file__)))
 
-from . import language, topologies  # noqa: E402  (after registering the directory)
+from . import collectives, language, topologies  # noqa: E402  (after registering the directory)
 
-__all__ = ["language", "topologies"]
+__all__ = ["collectives", "language", "topologies"]
