@@ -18,7 +18,7 @@ import sys
 import unittest
 
 import chorus
-from msccl.language import (Buffer, Check, MSCCLProgram, MscclProgramError, ThreadblockPolicy,
+from msccl.language import (XML, Buffer, Check, MSCCLProgram, MscclProgramError, ThreadblockPolicy,
                             chorus_collective, chunk)
 from msccl.language.collectives import AllReduce, AllToAll, Collective
 from msccl.language.chunk import Chunk, ReduceChunk
@@ -132,6 +132,73 @@ class ManualThreadblocks(unittest.TestCase):
             ids = [int(i) for i in re.findall(r'<tb id="(\d+)"', gpu)]
             self.assertEqual(ids, list(range(6)), gpu[:200])
             self.assertNotRegex(gpu, r"<tb [^>]*>\s*</tb>")
+
+
+def _hinted_program(rng):
+    """A correct AllReduce, AllToAll or AllGather whose copies and reduces carry random
+    threadblock and channel hints; returns after XML() (its output is discarded)."""
+    size = rng.randint(2, 5)
+    policy = rng.choice([ThreadblockPolicy.manual, ThreadblockPolicy.auto])
+    tb_ids = [-1] + list(range(2 * size))
+
+    def transfer():
+        return dict(sendtb=rng.choice(tb_ids), recvtb=rng.choice(tb_ids),
+                    ch=rng.choice([-1, 0, 1, 2]))
+
+    def local():
+        return dict(sendtb=rng.choice(tb_ids))
+
+    shape = rng.choice(["ring", "allpairs", "alltoall"])
+    collective = (AllToAll(size, 1, False) if shape == "alltoall"
+                  else AllReduce(size, size, True))
+    with MSCCLProgram("hinted", fully_connected(size), collective, rng.randint(1, 3),
+                      protocol=rng.choice(["Simple", "LL", "LL128"]),
+                      threadblock_policy=policy):
+        if shape == "ring":
+            for r in range(size):
+                c = chunk(r, Buffer.input, r)
+                for hop in range(1, size):
+                    c = chunk((r + hop) % size, Buffer.input, r).reduce(c, **transfer())
+                for hop in range(size, 2 * size - 1):
+                    c = c.copy((r + hop) % size, Buffer.input, r, **transfer())
+        elif shape == "allpairs":
+            for r in range(size):
+                for q in range(size):
+                    if q != r:
+                        chunk(r, Buffer.input, q).copy(q, "scratch", r, **transfer())
+            for q in range(size):
+                for r in range(size):
+                    if r != q:
+                        chunk(q, Buffer.input, q).reduce(chunk(q, "scratch", r), **local())
+            for q in range(size):
+                for r in range(size):
+                    if r != q:
+                        chunk(q, Buffer.input, q).copy(r, Buffer.input, q, **transfer())
+        else:
+            for r in range(size):
+                for q in range(size):
+                    chunk(r, Buffer.input, q).copy(q, Buffer.output, r, **transfer())
+        XML()
+
+
+class RandomHints(unittest.TestCase):
+    """Any mix of manual threadblock and channel hints on a correct program compiles or is
+    refused with a message naming this file's line; never an internal error."""
+
+    def test_random_hints_compile_or_name_the_line(self):
+        import random
+        compiled = 0
+        for seed in range(600):
+            rng = random.Random(seed)
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    _hinted_program(rng)
+                compiled += 1
+            except (chorus.CompileError, MscclProgramError) as error:
+                self.assertNotIn("internal error", str(error), "seed %d" % seed)
+                self.assertIn(os.path.basename(__file__) + ":", str(error), "seed %d" % seed)
+        # Most draws are consistent; the test would pass vacuously if none compiled.
+        self.assertGreater(compiled, 300)
 
 
 class SynthesisCollectives(unittest.TestCase):
