@@ -93,13 +93,12 @@ def shape(xml):
     return tbs, total, most
 
 
-def custom_name(xml):
-    match = re.search(r'<algo [^>]*coll="custom"', xml)
-    return match is not None
+def is_custom(xml):
+    return re.search(r'<algo [^>]*coll="custom"', xml) is not None
 
 
 def verdict(chorus, xml_path, custom):
-    """'ok', 'ok (no postcondition)' or the failure, from `chorus verify`."""
+    """'ok', what was not checked, or the failure, from `chorus verify`."""
     result = run([chorus, "verify", xml_path])
     out = result.stdout + result.stderr
     if result.returncode != 0:
@@ -140,6 +139,17 @@ def main():
                  "checkout" % args.msccl_tools)
     if not os.access(chorus, os.X_OK):
         sys.exit("msccl_parity: no chorus binary at %s; build first or pass --build" % chorus)
+    listed = {program for program, _ in EXAMPLES}
+    unlisted = sorted(os.path.relpath(os.path.join(root, name), examples)
+                      for root, _, names in os.walk(examples) for name in names
+                      if name.endswith(".py") and
+                      os.path.relpath(os.path.join(root, name), examples) not in listed)
+    missing = sorted(program for program in listed
+                     if not os.path.isfile(os.path.join(examples, program)))
+    if unlisted or missing:
+        sys.exit("msccl_parity: this checkout's examples differ from the list in %s (written for "
+                 "msccl-tools 030a750): not listed: %s; missing: %s"
+                 % (__file__, ", ".join(unlisted) or "none", ", ".join(missing) or "none"))
     out = args.out or tempfile.mkdtemp(prefix="msccl_parity.")
     os.makedirs(out, exist_ok=True)
     sides = {
@@ -173,7 +183,7 @@ def main():
             if compiled:
                 cells[side] = "compiles"
                 shapes[side] = shape(xml)
-                verdicts[side] = verdict(chorus, path, custom_name(xml))
+                verdicts[side] = verdict(chorus, path, is_custom(xml))
             else:
                 message = first_error(result.stderr).replace(examples + os.sep, "")
                 cells[side] = "refused: " + message.replace("|", "\\|")
