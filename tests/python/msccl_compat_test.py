@@ -56,7 +56,7 @@ CASES = [
     ("allreduce_allpairs_manual", "allreduce_allpairs_manual.py", ["4", "2"]),
     ("allreduce_allpairs_manual_3", "allreduce_allpairs_manual.py",
      ["3", "1", "--protocol", "Simple"]),
-    ("allreduce_ring_star_imports", "allreduce_ring_star_imports.py", ["6", "1"]),
+    ("allreduce_ring_auto_six", "allreduce_ring_auto.py", ["6", "1"]),
 ]
 
 BAD_PROGRAMS = ["uninitialized_chunk.py", "out_of_range_index.py", "unlinked_copy.py",

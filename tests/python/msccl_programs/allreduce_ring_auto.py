@@ -1,10 +1,13 @@
-# Ring AllReduce with automatic threadblock assignment (msccl-tools' simple tutorial shape).
+# Ring AllReduce with automatic threadblock assignment (msccl-tools' simple tutorial shape,
+# its imports too: the synthesis collectives of msccl.collectives are star-imported before
+# msccl.language.collectives' AllReduce).
 # Run: allreduce_ring_auto.py NUM_GPUS INSTANCES
 
 import argparse
 
 from msccl.language import *
 from msccl.topologies import *
+from msccl.collectives import *
 from msccl.language.collectives import AllReduce
 
 
