@@ -135,6 +135,10 @@ std::optional<BufferKind> parseBufferName(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view channelTypeName(ChannelType type) {
+  return type == ChannelType::port ? "port" : "memory";
+}
+
 std::string_view protocolName(Protocol protocol) {
   switch (protocol) {
     case Protocol::simple:

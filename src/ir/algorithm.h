@@ -48,11 +48,14 @@ struct StepRef {
 
 struct Step {
   OpKind op = OpKind::nop;
-  // The remote rank and the channel of a one-sided operation (put, get, signal, wait, flush:
-  // MSCCL++ execution plans); -1 means "the threadblock's". Two-sided ops (every op above)
-  // move data over their threadblock's connections (Threadblock::sendPeer/recvPeer/channel)
-  // and must leave both at -1: the verifier reports a step that sets them, and the runtime and
-  // simulator entry points refuse it (ir/step_endpoints.h).
+  // The remote rank and the channel (an index into RankProgram::channels) of a one-sided
+  // operation (put, get, signal, wait, flush: MSCCL++ execution plans); a memory-channel put,
+  // get or getReduce may leave channel at -1. Barriers and semaphore ops leave peer at -1 and
+  // name their barrier or semaphore in channel (a barrier's count is how many threadblocks
+  // join it). Two-sided ops move data over their threadblock's connections
+  // (Threadblock::sendPeer/recvPeer/channel) and must leave both at -1: the verifier reports a
+  // step that sets them, and the runtime and simulator entry points refuse one-sided ops
+  // (ir/step_endpoints.h).
   int peer = -1;
   int channel = -1;
   BufferKind srcBuffer = BufferKind::input;
@@ -77,12 +80,30 @@ struct Threadblock {
   friend bool operator==(const Threadblock&, const Threadblock&) = default;
 };
 
+// How a one-sided op reaches a peer (MSCCL++): a memory channel maps the peer's buffers and
+// its signals are device stores; a port channel hands puts and signals to a proxy (DMA or RDMA)
+// that carries them in order.
+enum class ChannelType : std::uint8_t { memory, port };
+
+// One end of a one-sided channel. The k-th channel of a type from rank A to rank B pairs with
+// the k-th channel of that type from B to A (MSCCL++'s executor connects them in that order):
+// a signal on one adds a token that a wait on the other takes.
+struct Channel {
+  ChannelType type = ChannelType::memory;
+  int peer = 0;
+  friend bool operator==(const Channel&, const Channel&) = default;
+};
+
 struct RankProgram {
   int rank = 0;
   int inputChunks = 0;   // chunks of the input buffer this rank's steps may touch
   int outputChunks = 0;  // 0 for in-place programs whose output aliases the input
   int scratchChunks = 0;
   std::vector<Threadblock> threadblocks;  // index == Threadblock::id
+  // One-sided programs only: the rank's channels (Step::channel indexes them) and the initial
+  // values of its semaphores (semAcquire/semRelease name one by index).
+  std::vector<Channel> channels;
+  std::vector<int> semaphores;
   friend bool operator==(const RankProgram&, const RankProgram&) = default;
 };
 
@@ -126,6 +147,7 @@ std::string opMscclCodeList();
 std::string_view bufferName(BufferKind buffer);                    // "input", "output", "scratch"
 char bufferMscclCode(BufferKind buffer);                           // 'i', 'o', 's'
 std::optional<BufferKind> parseBufferName(std::string_view name);  // long form or i/o/s
+std::string_view channelTypeName(ChannelType type);                // "memory", "port"
 std::string_view protocolName(Protocol protocol);                  // "Simple", "LL", "LL128"
 std::optional<Protocol> parseProtocolName(std::string_view name);  // case-insensitive
 std::string_view collectiveName(CollectiveKind kind);              // "allreduce", ..., "custom"

@@ -14,6 +14,7 @@
 #include "ir/dot_format.h"
 #include "ir/json_format.h"
 #include "ir/msccl_xml.h"
+#include "ir/mscclpp_plan.h"
 #include "ir/text_format.h"
 #include "support/error.h"
 
@@ -24,8 +25,8 @@ constexpr std::string_view kMscclppPlanName = "MSCCL++ execution plan";
 
 constexpr std::string_view kAcceptedFormats =
     "chorus reads MSCCL XML (<algo> elements), chorus JSON (an object with \"format\": "
-    "\"chorus-ir\") and the chorus text IR (an 'algorithm' line first; '#' comments may "
-    "precede it)";
+    "\"chorus-ir\"), MSCCL++ execution plans (an object with \"gpus\" whose threadblocks have "
+    "\"ops\") and the chorus text IR (an 'algorithm' line first; '#' comments may precede it)";
 
 std::string lowercase(std::string_view text) {
   std::string out(text);
@@ -257,13 +258,8 @@ std::vector<Algorithm> readTextInput(std::string_view text, const std::string& s
   return {parseText(text, sourceName)};
 }
 
-[[noreturn]] std::vector<Algorithm> refuseMscclppPlan(std::string_view,
-                                                      const std::string& sourceName) {
-  throw ParseError(fmt::format(
-      "{}: this is an {} (a JSON object with \"gpus\", each with \"threadblocks\" of \"ops\"); "
-      "chorus does not read those yet (their one-sided operations are not in the chorus IR). "
-      "{}",
-      sourceName, kMscclppPlanName, kAcceptedFormats));
+std::vector<Algorithm> readMscclppInput(std::string_view text, const std::string& sourceName) {
+  return {readMscclppPlan(text, sourceName)};
 }
 
 [[noreturn]] std::vector<Algorithm> refuseDot(std::string_view, const std::string& sourceName) {
@@ -284,7 +280,7 @@ struct FormatProbe {
 constexpr FormatProbe kFormatProbes[] = {
     {"MSCCL XML", matchesMscclXml, readXmlInput},
     {"chorus JSON", matchesChorusJson, readJsonInput},
-    {kMscclppPlanName, matchesMscclppPlan, refuseMscclppPlan},
+    {kMscclppPlanName, matchesMscclppPlan, readMscclppInput},
     {"chorus text IR", matchesTextIr, readTextInput},
     {"DOT", matchesDot, refuseDot},
 };
@@ -395,6 +391,15 @@ std::vector<Algorithm> readAlgorithmsFile(const std::string& path) {
 
 std::string writeAlgorithm(const Algorithm& algorithm, Format format,
                            const MscclWriteOptions& xml) {
+  // chorus JSON and text hold steps, not the channel and semaphore tables of one-sided plans:
+  // refuse rather than drop them.
+  if (format == Format::json || format == Format::text)
+    for (const RankProgram& program : algorithm.ranks)
+      if (!program.channels.empty() || !program.semaphores.empty())
+        throw FormatLimitError(fmt::format(
+            "plan '{}' cannot be written as {}: rank {} declares one-sided channels or "
+            "semaphores (an MSCCL++ plan), which that format does not hold yet",
+            algorithm.name, format == Format::json ? "chorus JSON" : "chorus text", program.rank));
   switch (format) {
     case Format::xml:
       return writeMscclXml(algorithm, xml);

@@ -1,5 +1,8 @@
 #include "ir/step_endpoints.h"
 
+#include <map>
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "ir/step_semantics.h"
@@ -51,21 +54,30 @@ std::string threadblockConnection(const Threadblock& tb, OpKind op) {
 std::string stepEndpointIssue(const RankProgram& program, int tb, int step, int nranks) {
   const Threadblock& block = program.threadblocks[static_cast<std::size_t>(tb)];
   const Step& s = block.steps[static_cast<std::size_t>(step)];
-  if (s.peer == -1 && s.channel == -1) return {};
+  if (s.peer == -1 && s.channel == -1 && !opIsOneSided(s.op)) return {};
   const std::string where =
       fmt::format("rank {} tb {} step {} ({})", program.rank, tb, step, opName(s.op));
+  if (opSemantics(s.op).peer == OpPeer::rankLocal) {
+    if (s.peer != -1)
+      return fmt::format("{} names peer {}; {} is local to its rank: set its peer to -1", where,
+                         s.peer, opName(s.op));
+    if (s.channel < 0)
+      return fmt::format("{} names no {} (channel {}); name one with an index from 0", where,
+                         s.op == OpKind::barrier ? "barrier" : "semaphore", s.channel);
+    return {};
+  }
   if (!opTakesStepPeer(s.op)) {
     return fmt::format("{} names {}; {}: remove the step's peer and channel (set both to -1)",
                        where, namedEndpoints(s, nranks), threadblockConnection(block, s.op));
   }
-  if (!peerInRange(s.peer, nranks) || s.peer == program.rank)
-    return fmt::format(
-        "{} names peer {}, which is {}; name another rank of 0..{}, or -1 for the threadblock's",
-        where, s.peer, s.peer == program.rank ? "its own rank" : "not a rank", nranks - 1);
+  if (s.peer < 0 || s.peer >= nranks || s.peer == program.rank)
+    return fmt::format("{} names peer {}, which is {}; a one-sided op names another rank of 0..{}",
+                       where, s.peer, s.peer == program.rank ? "its own rank" : "not a rank",
+                       nranks - 1);
   if (s.channel < -1)
     return fmt::format(
-        "{} names channel {}; channels are numbered from 0 (-1 for the threadblock's)", where,
-        s.channel);
+        "{} names channel {}; channels are numbered from 0 (-1: a memory access without one)",
+        where, s.channel);
   return {};
 }
 
@@ -75,7 +87,7 @@ std::vector<StepEndpointIssue> findStepEndpointIssues(const Algorithm& algorithm
     for (std::size_t t = 0; t < program.threadblocks.size(); ++t) {
       const auto& steps = program.threadblocks[t].steps;
       for (std::size_t s = 0; s < steps.size(); ++s) {
-        if (steps[s].peer == -1 && steps[s].channel == -1) continue;
+        if (steps[s].peer == -1 && steps[s].channel == -1 && !opIsOneSided(steps[s].op)) continue;
         std::string message =
             stepEndpointIssue(program, static_cast<int>(t), static_cast<int>(s), algorithm.nranks);
         if (!message.empty())
@@ -97,11 +109,42 @@ void requireStepEndpoints(const Algorithm& algorithm, std::string_view action) {
                   algorithm.name, action, issues.front().message, more));
 }
 
+bool hasOneSidedOps(const Algorithm& algorithm) {
+  for (const auto& program : algorithm.ranks)
+    for (const auto& tb : program.threadblocks)
+      for (const auto& step : tb.steps)
+        if (opIsOneSided(step.op)) return true;
+  return false;
+}
+
+std::vector<std::vector<int>> pairChannels(const Algorithm& algorithm) {
+  std::vector<std::vector<int>> pairs(algorithm.ranks.size());
+  // (rank, type, peer) -> that rank's channels of the type to the peer, in order.
+  std::map<std::tuple<int, int, int>, std::vector<int>> ordered;
+  for (const RankProgram& program : algorithm.ranks)
+    for (std::size_t c = 0; c < program.channels.size(); ++c)
+      ordered[{program.rank, static_cast<int>(program.channels[c].type), program.channels[c].peer}]
+          .push_back(static_cast<int>(c));
+  for (std::size_t r = 0; r < algorithm.ranks.size(); ++r) {
+    const RankProgram& program = algorithm.ranks[r];
+    pairs[r].assign(program.channels.size(), -1);
+    for (const auto& [key, mine] : ordered) {
+      const auto [rank, type, peer] = key;
+      if (rank != program.rank) continue;
+      const auto theirs = ordered.find({peer, type, rank});
+      if (theirs == ordered.end()) continue;
+      for (std::size_t k = 0; k < mine.size() && k < theirs->second.size(); ++k)
+        pairs[r][static_cast<std::size_t>(mine[k])] = theirs->second[k];
+    }
+  }
+  return pairs;
+}
+
 void requireTwoSidedOps(const Algorithm& algorithm, std::string_view consumer) {
   for (const auto& rank : algorithm.ranks)
     for (const auto& tb : rank.threadblocks)
       for (std::size_t s = 0; s < tb.steps.size(); ++s)
-        if (opTakesStepPeer(tb.steps[s].op))
+        if (opIsOneSided(tb.steps[s].op))
           throw PlanError(fmt::format(
               "plan '{}' cannot be run by {}: rank {} tb {} step {} ({}) is a one-sided "
               "operation (it takes its peer and channel from the step), which it does not run "

@@ -38,6 +38,16 @@ std::vector<StepEndpointIssue> findStepEndpointIssues(const Algorithm& algorithm
 // "plan 'NAME' cannot be ...": "run", "simulated".
 void requireStepEndpoints(const Algorithm& algorithm, std::string_view action);
 
+// True when some step of `algorithm` is one-sided (opIsOneSided): an MSCCL++ plan, which the
+// verifier and the one-sided thread runner take, and the other consumers refuse.
+bool hasOneSidedOps(const Algorithm& algorithm);
+
+// The k-th channel of a type from rank A to rank B pairs with the k-th channel of that type from
+// B to A (MSCCL++'s executor connects them in that order, executor.cc:287-313 at 1f5f065): per
+// rank, per channel, the index of the paired channel on the peer, or -1 when the peer declares
+// fewer. A signal on a channel adds a token that waits on its pair take. Pure.
+std::vector<std::vector<int>> pairChannels(const Algorithm& algorithm);
+
 // Throws PlanError naming the first step whose op takes its peer from the step (a one-sided
 // operation, opTakesStepPeer), which `consumer` ("the CPU interpreter", "the simulator") does
 // not run yet.

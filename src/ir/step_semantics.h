@@ -29,9 +29,25 @@ enum class OpKind : std::uint8_t {
   recvReduceCopySend,  // dst = received ⊕ src, and send it on
   copy,                // dst = src (same rank)
   reduce,              // dst = dst ⊕ src (same rank)
-  nop,                 // no data; only waits for its dependencies
+  nop,                 // no data; only waits for its dependencies (one-sided plans: a
+                       // threadblock-wide barrier, MSCCL++'s __syncthreads `nop`)
+  // One-sided ops (MSCCL++ execution plans, docs/ir.md "One-sided operations"). Data ops name
+  // the peer whose memory they touch (Step::peer) and the channel they use (Step::channel, an
+  // index into RankProgram::channels; -1 for a memory-channel access that needs none).
+  put,            // peer's dst = local src
+  get,            // local dst = peer's src
+  getReduce,      // local dst = local dst ⊕ peer's src (the remote half of MSCCL++ `rre`)
+  signal,         // add one token to the paired channel of the peer; publishes earlier writes
+  wait,           // take one token from this channel (blocks until one arrived)
+  relaxedSignal,  // signal that orders execution only: it publishes no data
+  relaxedWait,    // wait that orders execution only
+  flush,          // wait until this port channel's earlier puts have read their sources
+  // Same-rank synchronisation; Step::channel names the barrier or semaphore.
+  barrier,     // the first Step::count threadblocks of the rank that reach this barrier join
+  semAcquire,  // take one unit of RankProgram::semaphores[channel] (blocks at zero)
+  semRelease,  // give one unit back
 };
-inline constexpr int kOpKinds = 9;
+inline constexpr int kOpKinds = 20;
 
 // The value a step computes per element; it then stores it in dst and/or sends it.
 enum class StepValue : std::uint8_t {
@@ -48,9 +64,15 @@ enum class OpPeer : std::uint8_t {
   // direction; the step's own peer and channel stay unset.
   threadblock,
   // One-sided ops (puts, gets, signals, waits, as in MSCCL++ plans): the step's own peer and
-  // channel. None exists yet; every layer refuses such an op by name (opTakesStepPeer).
+  // channel (opTakesStepPeer). Only the verifier models them; the runtimes and the simulator
+  // refuse them by name (opIsOneSided).
   step,
+  // Same-rank synchronisation objects (barriers, semaphores) named by Step::channel.
+  rankLocal,
 };
+
+// Which operand of a one-sided data op lies in the peer's memory.
+enum class RemoteOperand : std::uint8_t { none, src, dst };
 
 struct OpSemantics {
   OpKind op;
@@ -60,6 +82,7 @@ struct OpSemantics {
   bool storesDst;  // writes the value to dst[0..count)
   bool sends;      // sends the value to the send peer (one message of count pieces)
   OpPeer peer;
+  RemoteOperand remote;  // src or dst names the peer's buffer (put, get, getReduce)
 };
 
 struct OpTable {
@@ -68,16 +91,27 @@ struct OpTable {
 
 // clang-format off
 inline constexpr OpTable kOpTable = {{
-  //  op                          name                  MSCCL   value                       stores sends  peer
-  {OpKind::send,               "send",               "s",    StepValue::src,             false, true,  OpPeer::threadblock},
-  {OpKind::recv,               "recv",               "r",    StepValue::received,        true,  false, OpPeer::threadblock},
-  {OpKind::recvCopySend,       "recvCopySend",       "rcs",  StepValue::received,        true,  true,  OpPeer::threadblock},
-  {OpKind::recvReduceCopy,     "recvReduceCopy",     "rrc",  StepValue::receivedOpSrc,   true,  false, OpPeer::threadblock},
-  {OpKind::recvReduceSend,     "recvReduceSend",     "rrs",  StepValue::receivedOpSrc,   false, true,  OpPeer::threadblock},
-  {OpKind::recvReduceCopySend, "recvReduceCopySend", "rrcs", StepValue::receivedOpSrc,   true,  true,  OpPeer::threadblock},
-  {OpKind::copy,               "copy",               "cpy",  StepValue::src,             true,  false, OpPeer::threadblock},
-  {OpKind::reduce,             "reduce",             "re",   StepValue::dstOpSrc,        true,  false, OpPeer::threadblock},
-  {OpKind::nop,                "nop",                "nop",  StepValue::none,            false, false, OpPeer::threadblock},
+  //  op                          name                  MSCCL   value                       stores sends  peer                 remote
+  {OpKind::send,               "send",               "s",    StepValue::src,             false, true,  OpPeer::threadblock, RemoteOperand::none},
+  {OpKind::recv,               "recv",               "r",    StepValue::received,        true,  false, OpPeer::threadblock, RemoteOperand::none},
+  {OpKind::recvCopySend,       "recvCopySend",       "rcs",  StepValue::received,        true,  true,  OpPeer::threadblock, RemoteOperand::none},
+  {OpKind::recvReduceCopy,     "recvReduceCopy",     "rrc",  StepValue::receivedOpSrc,   true,  false, OpPeer::threadblock, RemoteOperand::none},
+  {OpKind::recvReduceSend,     "recvReduceSend",     "rrs",  StepValue::receivedOpSrc,   false, true,  OpPeer::threadblock, RemoteOperand::none},
+  {OpKind::recvReduceCopySend, "recvReduceCopySend", "rrcs", StepValue::receivedOpSrc,   true,  true,  OpPeer::threadblock, RemoteOperand::none},
+  {OpKind::copy,               "copy",               "cpy",  StepValue::src,             true,  false, OpPeer::threadblock, RemoteOperand::none},
+  {OpKind::reduce,             "reduce",             "re",   StepValue::dstOpSrc,        true,  false, OpPeer::threadblock, RemoteOperand::none},
+  {OpKind::nop,                "nop",                "nop",  StepValue::none,            false, false, OpPeer::threadblock, RemoteOperand::none},
+  {OpKind::put,                "put",                nullptr, StepValue::src,            true,  false, OpPeer::step,        RemoteOperand::dst},
+  {OpKind::get,                "get",                nullptr, StepValue::src,            true,  false, OpPeer::step,        RemoteOperand::src},
+  {OpKind::getReduce,          "getReduce",          nullptr, StepValue::dstOpSrc,       true,  false, OpPeer::step,        RemoteOperand::src},
+  {OpKind::signal,             "signal",             nullptr, StepValue::none,           false, false, OpPeer::step,        RemoteOperand::none},
+  {OpKind::wait,               "wait",               nullptr, StepValue::none,           false, false, OpPeer::step,        RemoteOperand::none},
+  {OpKind::relaxedSignal,      "relaxedSignal",      nullptr, StepValue::none,           false, false, OpPeer::step,        RemoteOperand::none},
+  {OpKind::relaxedWait,        "relaxedWait",        nullptr, StepValue::none,           false, false, OpPeer::step,        RemoteOperand::none},
+  {OpKind::flush,              "flush",              nullptr, StepValue::none,           false, false, OpPeer::step,        RemoteOperand::none},
+  {OpKind::barrier,            "barrier",            nullptr, StepValue::none,           false, false, OpPeer::rankLocal,   RemoteOperand::none},
+  {OpKind::semAcquire,         "semAcquire",         nullptr, StepValue::none,           false, false, OpPeer::rankLocal,   RemoteOperand::none},
+  {OpKind::semRelease,         "semRelease",         nullptr, StepValue::none,           false, false, OpPeer::rankLocal,   RemoteOperand::none},
 }};
 // clang-format on
 
@@ -85,6 +119,11 @@ namespace detail {
 constexpr bool rowsInEnumOrder() {
   for (int i = 0; i < kOpKinds; ++i)
     if (static_cast<int>(kOpTable.rows[i].op) != i) return false;
+  return true;
+}
+constexpr bool remoteOperandsOnlyOnStepPeerOps() {
+  for (const auto& row : kOpTable.rows)
+    if (row.remote != RemoteOperand::none && row.peer != OpPeer::step) return false;
   return true;
 }
 constexpr bool rowsStoreOrSendOnlyValues() {
@@ -95,7 +134,8 @@ constexpr bool rowsStoreOrSendOnlyValues() {
 }  // namespace detail
 static_assert(detail::rowsInEnumOrder(), "kOpTable has one row per OpKind, in enum order");
 static_assert(detail::rowsStoreOrSendOnlyValues(), "a row that stores or sends computes a value");
-static_assert(static_cast<int>(OpKind::nop) + 1 == kOpKinds, "kOpKinds counts every OpKind");
+static_assert(detail::remoteOperandsOnlyOnStepPeerOps(), "a remote operand needs the step's peer");
+static_assert(static_cast<int>(OpKind::semRelease) + 1 == kOpKinds, "kOpKinds counts every OpKind");
 
 #if defined(__CUDACC__)
 // Device code reads its own copy (a host constexpr variable is not addressable there).
@@ -122,6 +162,10 @@ CHORUS_HD constexpr const OpSemantics& opSemantics(OpKind op) {
 // copy                  .        x        .         x       .         .             .
 // reduce                .        x        x         x       .         .             .
 // nop                   .        .        .         .       .         .             .
+// put                   .        x        .         x(peer) .         .             .
+// get                   .        x(peer)  .         x       .         .             .
+// getReduce             .        x(peer)  x         x       .         .             .
+// signal, wait, relaxed forms, flush, barrier, semAcquire, semRelease: no data
 
 CHORUS_HD constexpr bool valueReceives(StepValue v) {
   return v == StepValue::received || v == StepValue::receivedOpSrc;
@@ -141,11 +185,11 @@ CHORUS_HD constexpr bool opReceives(OpKind op) {
 CHORUS_HD constexpr bool opSends(OpKind op) {
   return opSemantics(op).sends;
 }
-// Reads src[0..count) of its own rank.
+// Reads src[0..count) (of the peer for a get or getReduce, opRemoteOperand).
 CHORUS_HD constexpr bool opReadsSrc(OpKind op) {
   return valueReadsSrc(opSemantics(op).value);
 }
-// Writes dst[0..count) of its own rank.
+// Writes dst[0..count) (of the peer for a put, opRemoteOperand).
 CHORUS_HD constexpr bool opWritesDst(OpKind op) {
   return opSemantics(op).storesDst;
 }
@@ -180,9 +224,18 @@ CHORUS_HD constexpr bool opMovesNoData(OpKind op) {
   return opSemantics(op).value == StepValue::none && !opSemantics(op).storesDst &&
          !opSemantics(op).sends;
 }
-// Exchanges data with the step's own peer and channel (a one-sided op; none is run yet).
+// Exchanges data or tokens with the step's own peer and channel (a one-sided op).
 CHORUS_HD constexpr bool opTakesStepPeer(OpKind op) {
   return opSemantics(op).peer == OpPeer::step;
+}
+// Belongs to the one-sided model (a peer or synchronisation object named by the step), which
+// only the verifier handles: the runtimes and the simulator refuse these ops by name.
+CHORUS_HD constexpr bool opIsOneSided(OpKind op) {
+  return opSemantics(op).peer != OpPeer::threadblock;
+}
+// The operand (src or dst) that lies in the step's peer's memory, if any.
+CHORUS_HD constexpr RemoteOperand opRemoteOperand(OpKind op) {
+  return opSemantics(op).remote;
 }
 
 }  // namespace chorus::ir

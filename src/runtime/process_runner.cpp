@@ -441,6 +441,11 @@ void throwFirstFailure(const std::vector<RankOutcome>& outcomes) {
 }
 
 ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRunOptions& options) {
+  if (ir::hasOneSidedOps(algorithm))
+    throw PlanError(fmt::format(
+        "plan '{}' is one-sided (an MSCCL++ plan): it runs on thread ranks (--transport thread), "
+        "not yet on processes",
+        algorithm.name));
   ir::requireStepEndpoints(algorithm, "run");  // plans arrive here unverified (chorus run FILE)
   const int iterations = std::max(1, options.iterations);
   const ExecutorEntry& executorEntry = requireExecutor(options.executor, "RunOptions.executor");

@@ -229,6 +229,24 @@ void RankBuffers::reset() {
     storeInput(options_, rank_, i, input_ + i * esz);
 }
 
+void checkThreadRanks(const ir::Algorithm& algorithm, const RunOptions& options,
+                      const std::vector<std::unique_ptr<RankBuffers>>& buffers, RunReport* report,
+                      std::vector<std::vector<std::uint8_t>>* outputs) {
+  const auto n = buffers.size();
+  for (std::size_t r = 0; r < n; ++r) {
+    checkRankOutput(algorithm, static_cast<int>(r), options, buffers[r]->output(), report);
+    checkRankInput(algorithm, static_cast<int>(r), options, buffers[r]->input(), report);
+  }
+  if (!outputs) return;
+  const std::size_t esz = dataTypeSize(options.type);
+  outputs->assign(n, {});
+  for (std::size_t r = 0; r < n; ++r) {
+    const auto* out = static_cast<const std::uint8_t*>(buffers[r]->output());
+    (*outputs)[r].assign(out,
+                         out + outputElements(algorithm, static_cast<int>(r), options.count) * esz);
+  }
+}
+
 void checkRankOutput(const ir::Algorithm& algorithm, int rank, const RunOptions& options,
                      const void* output, RunReport* report) {
   const auto collective = ir::collectiveOf(algorithm);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,12 @@ void checkRankOutput(const ir::Algorithm& algorithm, int rank, const RunOptions&
 // Does nothing for in-place collectives, whose input is the output.
 void checkRankInput(const ir::Algorithm& algorithm, int rank, const RunOptions& options,
                     const void* input, RunReport* report);
+
+// The end of a thread-rank run: checks every rank's output and (out of place) input into
+// `report`, and copies each rank's output buffer into `outputs` when given.
+void checkThreadRanks(const ir::Algorithm& algorithm, const RunOptions& options,
+                      const std::vector<std::unique_ptr<RankBuffers>>& buffers, RunReport* report,
+                      std::vector<std::vector<std::uint8_t>>* outputs);
 
 // What ranks exchange so a peer running a different call is detected (ExecOptions::callTag,
 // a hash of the description) and named (ConnectionSet::publishCall).

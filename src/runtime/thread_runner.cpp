@@ -9,6 +9,7 @@
 
 #include "ir/step_endpoints.h"
 #include "runtime/executor.h"
+#include "runtime/one_sided_runner.h"
 #include "support/error.h"
 #include "transport/registry.h"
 
@@ -16,6 +17,8 @@ namespace chorus::runtime {
 
 ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOptions& options,
                              std::vector<std::vector<std::uint8_t>>* outputs) {
+  // One-sided plans (MSCCL++) have their own runner: a thread per threadblock, no transport.
+  if (ir::hasOneSidedOps(algorithm)) return runOneSidedOnThreads(algorithm, options, outputs);
   ir::requireStepEndpoints(algorithm, "run");  // plans arrive here unverified (chorus run FILE)
   const int n = algorithm.nranks;
   if (!options.givenInputs.empty() && static_cast<int>(options.givenInputs.size()) != n)
@@ -82,18 +85,7 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
     for (auto& e : errors)
       if (e) std::rethrow_exception(e);
   }
-  for (int r = 0; r < n; ++r) {
-    checkRankOutput(algorithm, r, options, buffers[r]->output(), &report);
-    checkRankInput(algorithm, r, options, buffers[r]->input(), &report);
-  }
-  if (outputs) {
-    const std::size_t esz = dataTypeSize(options.type);
-    outputs->assign(n, {});
-    for (int r = 0; r < n; ++r) {
-      const auto* out = static_cast<const std::uint8_t*>(buffers[r]->output());
-      (*outputs)[r].assign(out, out + outputElements(algorithm, r, options.count) * esz);
-    }
-  }
+  checkThreadRanks(algorithm, options, buffers, &report, outputs);
   return report;
 }
 

@@ -36,7 +36,38 @@ std::string describeStepRef(int rank, int tb, int step) {
 // the peer it receives from ("from rank 2"); the local operand of a reduction ("with
 // input[0]" for received ⊕ src, "input[0]" for dst ⊕ src); where it stores ("to" a copy, "into"
 // otherwise); the peer it sends to ("and on to", "on to" after a receive, else "to").
+namespace {
+
+// One-sided ops name their peer, channel, barrier or semaphore on the step itself.
+std::string describeOneSidedOp(const ir::Step& step) {
+  const std::string src = describeRange(step.srcBuffer, step.srcIndex, step.count);
+  const std::string dst = describeRange(step.dstBuffer, step.dstIndex, step.count);
+  const std::string channel =
+      step.channel >= 0 ? fmt::format(" on channel {}", step.channel) : std::string();
+  switch (step.op) {
+    case ir::OpKind::put:
+      return fmt::format("put {} to rank {}'s {}{}", src, step.peer, dst, channel);
+    case ir::OpKind::get:
+    case ir::OpKind::getReduce:
+      return fmt::format("{} rank {}'s {} into {}", ir::opName(step.op), step.peer, src, dst);
+    case ir::OpKind::signal:
+    case ir::OpKind::relaxedSignal:
+    case ir::OpKind::flush:
+      return fmt::format("{} to rank {}{}", ir::opName(step.op), step.peer, channel);
+    case ir::OpKind::wait:
+    case ir::OpKind::relaxedWait:
+      return fmt::format("{} for rank {}{}", ir::opName(step.op), step.peer, channel);
+    case ir::OpKind::barrier:
+      return fmt::format("barrier {} ({} threadblocks)", step.channel, step.count);
+    default:
+      return fmt::format("{} semaphore {}", ir::opName(step.op), step.channel);
+  }
+}
+
+}  // namespace
+
 std::string describeOp(const ir::Threadblock& tb, const ir::Step& step) {
+  if (ir::opIsOneSided(step.op)) return describeOneSidedOp(step);
   const ir::OpSemantics& row = ir::opSemantics(step.op);
   const std::string src = describeRange(step.srcBuffer, step.srcIndex, step.count);
   const std::string dst = describeRange(step.dstBuffer, step.dstIndex, step.count);

@@ -51,6 +51,7 @@ struct VerifyReport {
   // What was checked, for describe(): set by verifyAlgorithm.
   bool deadlockChecked = false;
   bool racesChecked = false;
+  bool oneSided = false;  // checked in the one-sided model (verify/check_one_sided.h)
   int nranks = 0;
   int fifoSlots = 0;
   int iterations = 0;

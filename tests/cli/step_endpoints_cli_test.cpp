@@ -1,7 +1,7 @@
 // `chorus verify`, `run` and `simulate` on a plan file whose two-sided step names its own peer and
 // channel (only one-sided ops may): verify reports the step, run and simulate refuse the plan
 // (exit 1) instead of running it on the threadblock's connection; and an MSCCL++ execution plan
-// is recognised and refused as not supported yet (exit 2).
+// is read, verified and run on thread ranks (processes and the simulator refuse it).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -69,17 +69,47 @@ TEST(StepEndpointsCli, WithoutTheStepsPeerAndChannelThePlanIsValid) {
   EXPECT_THAT(result.output, HasSubstr("[allreduce.ring]: ok"));
 }
 
-TEST(StepEndpointsCli, MscclppPlanIsRecognisedAndNotSupportedYet) {
+TEST(StepEndpointsCli, MscclppPlanIsReadVerifiedAndRunOnThreads) {
   TempDir dir;
-  const std::string plan = dir.write(
-      "mscclpp.json",
-      R"({"name": "allreduce", "collective": "allreduce", "protocol": "Simple", "inplace": true,
-          "gpus": [{"id": 0, "threadblocks": [{"id": 0, "ops": [{"name": "put"}]}]}],
-          "num_threads_per_block": 1024})");
-  const CommandResult result = runCli("verify '" + plan + "'");
-  EXPECT_EQ(result.exitCode, 2) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("mscclpp.json: this is an MSCCL++ execution plan"));
-  EXPECT_THAT(result.output, HasSubstr("chorus does not read those yet"));
+  // Rank 0 puts its input into rank 1's output and signals; rank 1 waits, then copies its own.
+  const std::string plan = dir.write("mscclpp.json", R"({
+    "name": "gather_to_1", "collective": "custom_put", "protocol": "Simple", "inplace": false,
+    "gpus": [
+      {"id": 0, "input_chunks": 1, "output_chunks": 2, "scratch_chunks": 0,
+       "channels": [{"channel_type": "memory", "connected_to": [1]}],
+       "remote_buffers": [{"rank": 1, "type": "o", "access_channel_types": ["memory"]}],
+       "threadblocks": [{"id": 0, "channels": [{"channel_type": "memory", "channel_ids": [0]}],
+         "remote_buffer_refs": [{"access_channel_type": "memory", "remote_buffer_ids": [0]}],
+         "ops": [{"name": "put", "channel_type": "memory",
+                  "src_buff": [{"type": "i", "index": 0, "size": 1}],
+                  "dst_buff": [{"buffer_id": 0, "index": 0, "size": 1}]},
+                 {"name": "nop"},
+                 {"name": "signal", "channel_type": "memory", "channel_ids": [0]}]}]},
+      {"id": 1, "input_chunks": 1, "output_chunks": 2, "scratch_chunks": 0,
+       "channels": [{"channel_type": "memory", "connected_to": [0]}],
+       "remote_buffers": [],
+       "threadblocks": [{"id": 0, "channels": [{"channel_type": "memory", "channel_ids": [0]}],
+         "ops": [{"name": "wait", "channel_type": "memory", "channel_ids": [0]},
+                 {"name": "nop"},
+                 {"name": "copy", "src_buff": [{"type": "o", "index": 0, "size": 1}],
+                  "dst_buff": [{"type": "o", "index": 1, "size": 1}]}]}]}],
+    "num_threads_per_block": 1024})");
+  const CommandResult verified = runCli("verify '" + plan + "'");
+  EXPECT_EQ(verified.exitCode, 0) << verified.output;
+  EXPECT_THAT(verified.output, HasSubstr("[gather_to_1]: ok: deadlock freedom (one launch: "
+                                         "signals, waits, barriers, semaphores) and races "
+                                         "checked on 2 ranks"));
+  // Its collective is unknown to chorus, so the run is not checked; thread ranks run it.
+  const CommandResult run = runCli("run '" + plan + "' --bytes 4K --transport thread");
+  EXPECT_EQ(run.exitCode, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("ran, NOT checked"));
+  const CommandResult shm = runCli("run '" + plan + "' --bytes 4K --transport shm");
+  EXPECT_EQ(shm.exitCode, 1) << shm.output;
+  EXPECT_THAT(shm.output, HasSubstr("plan 'gather_to_1' is one-sided (an MSCCL++ plan): it runs "
+                                    "on thread ranks (--transport thread), not yet on processes"));
+  const CommandResult simulate = runCli("simulate '" + plan + "' --topology dgx1");
+  EXPECT_EQ(simulate.exitCode, 1) << simulate.output;
+  EXPECT_THAT(simulate.output, HasSubstr("(put) is a one-sided operation"));
 }
 
 }  // namespace

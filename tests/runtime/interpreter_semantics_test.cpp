@@ -119,7 +119,7 @@ TEST(InterpreterSemantics, EveryOpLeavesWhatApplyStepComputes) {
   // 3000 int32 per chunk in 4 KiB slots of 2-piece messages: 6 tiles, the last one short.
   const std::size_t count = kProbeChunks * 3000;
   for (const ir::OpSemantics& row : ir::kOpTable.rows) {
-    if (ir::opTakesStepPeer(row.op)) continue;  // one-sided: refused by name, not run
+    if (ir::opIsOneSided(row.op)) continue;  // one-sided: refused by name, not run
     for (const bool byReference : {false, true}) {
       SCOPED_TRACE(std::string(row.name) + (byReference ? " by reference" : " through slots"));
       const ir::Algorithm a = probePlan(row.op);

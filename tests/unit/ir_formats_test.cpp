@@ -911,7 +911,9 @@ TEST(FormatDetection, RefusesXmlThatIsNotMscclXml) {
   EXPECT_THAT(html, HasSubstr("page.html: unrecognized format: the input is XML whose first "
                               "element is <html>, not MSCCL XML (<algo> elements)"));
   EXPECT_THAT(html, HasSubstr("chorus reads MSCCL XML (<algo> elements), chorus JSON (an object "
-                              "with \"format\": \"chorus-ir\") and the chorus text IR"));
+                              "with \"format\": \"chorus-ir\"), MSCCL++ execution plans (an "
+                              "object with \"gpus\" whose threadblocks have \"ops\") and the "
+                              "chorus text IR"));
   EXPECT_THAT(readErrorOf("<algorithm name=\"x\"/>"),
               HasSubstr("XML whose first element is <algorithm>"));
   EXPECT_THAT(readErrorOf("<?xml version=\"1.0\"?>\n<!-- nothing -->\n"),
@@ -934,17 +936,17 @@ TEST(FormatDetection, ChorusJsonByItsFormatMarkerAnywhereAtTheTop) {
               HasSubstr("t.json: malformed JSON"));
 }
 
-TEST(FormatDetection, MscclppPlanIsNotSupportedYet) {
+TEST(FormatDetection, MscclppPlanGoesToItsReader) {
+  // This plan lacks the GPU's "channels": the MSCCL++ reader (ir/mscclpp_plan.h) says so.
   const std::string message = readErrorOf(kMscclppLikePlan, "allreduce_packet.json");
-  EXPECT_THAT(message, HasSubstr("allreduce_packet.json: this is an MSCCL++ execution plan"));
-  EXPECT_THAT(message, HasSubstr("chorus does not read those yet"));
-  EXPECT_THAT(message, HasSubstr("chorus JSON (an object with \"format\": \"chorus-ir\")"));
+  EXPECT_THAT(message, HasSubstr("allreduce_packet.json: MSCCL++ execution plan: plan.gpus[0]: "
+                                 "missing \"channels\""));
   // Recognised by gpus -> threadblocks -> ops alone (older plans spell the other keys
   // differently), or by num_threads_per_block.
   EXPECT_THAT(readErrorOf(R"({"gpus": [{"threadblocks": [{"ops": []}]}]})"),
-              HasSubstr("this is an MSCCL++ execution plan"));
+              HasSubstr("MSCCL++ execution plan: plan: missing \"name\""));
   EXPECT_THAT(readErrorOf(R"({"num_threads_per_block": 512, "gpus": []})"),
-              HasSubstr("this is an MSCCL++ execution plan"));
+              HasSubstr("MSCCL++ execution plan: plan: missing \"name\""));
   // "gpus" alone is not enough.
   EXPECT_THAT(readErrorOf(R"({"gpus": [{"threadblocks": [{"steps": []}]}]})"),
               HasSubstr("unrecognized format"));

@@ -32,6 +32,18 @@ constexpr ExpectedFacts kExpectedFacts[] = {
     {OpKind::copy, false, true, false, true, false, false, false},
     {OpKind::reduce, false, true, true, true, false, false, false},
     {OpKind::nop, false, false, false, false, false, false, false},
+    // One-sided ops (MSCCL++): put writes the peer's dst, get and getReduce read the peer's src.
+    {OpKind::put, false, true, false, true, false, false, false},
+    {OpKind::get, false, true, false, true, false, false, false},
+    {OpKind::getReduce, false, true, true, true, false, false, false},
+    {OpKind::signal, false, false, false, false, false, false, false},
+    {OpKind::wait, false, false, false, false, false, false, false},
+    {OpKind::relaxedSignal, false, false, false, false, false, false, false},
+    {OpKind::relaxedWait, false, false, false, false, false, false, false},
+    {OpKind::flush, false, false, false, false, false, false, false},
+    {OpKind::barrier, false, false, false, false, false, false, false},
+    {OpKind::semAcquire, false, false, false, false, false, false, false},
+    {OpKind::semRelease, false, false, false, false, false, false, false},
 };
 
 TEST(OpTable, PredicatesMatchTheMscclOps) {
@@ -47,8 +59,15 @@ TEST(OpTable, PredicatesMatchTheMscclOps) {
     EXPECT_EQ(opReducesReceived(e.op), e.reducesReceived);
     EXPECT_EQ(opLandsMessage(e.op), e.landsMessage);
     EXPECT_EQ(opReduces(e.op), e.reducesReceived || e.readsDst);
-    EXPECT_FALSE(opTakesStepPeer(e.op));
+    const bool oneSided = static_cast<int>(e.op) >= static_cast<int>(OpKind::put);
+    EXPECT_EQ(opIsOneSided(e.op), oneSided);
+    EXPECT_EQ(opTakesStepPeer(e.op),
+              oneSided && static_cast<int>(e.op) < static_cast<int>(OpKind::barrier));
   }
+  EXPECT_EQ(opRemoteOperand(OpKind::put), RemoteOperand::dst);
+  EXPECT_EQ(opRemoteOperand(OpKind::get), RemoteOperand::src);
+  EXPECT_EQ(opRemoteOperand(OpKind::getReduce), RemoteOperand::src);
+  EXPECT_EQ(opRemoteOperand(OpKind::copy), RemoteOperand::none);
   EXPECT_TRUE(opCopiesSrcToDst(OpKind::copy));
   EXPECT_FALSE(opCopiesSrcToDst(OpKind::send));
   EXPECT_TRUE(opMovesNoData(OpKind::nop));
@@ -64,13 +83,15 @@ TEST(OpTable, NamesAndMscclCodesRoundTrip) {
       EXPECT_EQ(parseOpMscclCode(opMscclCode(row.op)), row.op);
     }
   }
-  for (const ExpectedFacts& e : kExpectedFacts)  // MSCCL's own ops all have a code
-    EXPECT_FALSE(opMscclCode(e.op).empty()) << opName(e.op);
+  for (const ExpectedFacts& e : kExpectedFacts)  // MSCCL's own ops all have a code, no other
+    EXPECT_EQ(opMscclCode(e.op).empty(), opIsOneSided(e.op)) << opName(e.op);
   EXPECT_EQ(opNameList(),
             "send, recv, recvCopySend, recvReduceCopy, recvReduceSend, recvReduceCopySend, copy, "
-            "reduce, nop");
+            "reduce, nop, put, get, getReduce, signal, wait, relaxedSignal, relaxedWait, flush, "
+            "barrier, semAcquire, semRelease");
   EXPECT_EQ(opMscclCodeList(), "s, r, rcs, rrc, rrs, rrcs, cpy, re, nop");
-  EXPECT_EQ(parseOpName("put"), std::nullopt);
+  EXPECT_EQ(parseOpName("put"), OpKind::put);
+  EXPECT_EQ(parseOpMscclCode("put"), std::nullopt);   // MSCCL XML has no one-sided ops
   EXPECT_EQ(parseOpMscclCode("recv"), std::nullopt);  // codes and long names do not mix
 }
 

@@ -152,7 +152,9 @@ NodeModel smallNode(int devices, std::vector<Vertex> switches) {
 
 void addLink(NodeModel& node, int a, int b, double gbps, double us = 0, bool duplex = true) {
   Link link;
-  link.name = "l" + std::to_string(node.links.size());
+  // Appended, not "l" + to_string(...): GCC 12 flags that with a false -Wrestrict (PR105329).
+  link.name = "l";
+  link.name += std::to_string(node.links.size());
   link.a = a;
   link.b = b;
   link.bandwidth = gbps * kGB;

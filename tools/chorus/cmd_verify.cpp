@@ -1,7 +1,7 @@
-// `chorus verify FILE...`: reads algorithms (MSCCL XML, chorus JSON or text; '-' = stdin),
-// verifies each one and prints "FILE [name]: ok ..." or every finding. Exit 0 iff all are
-// valid, 1 if any finding (or, with --strict, a postcondition left unchecked because the
-// custom collective is unknown), 2 if any file could not be read or parsed or --collective is
+// `chorus verify FILE...`: reads algorithms (MSCCL XML, chorus JSON or text, MSCCL++ execution
+// plans; '-' = stdin), verifies each one and prints "FILE [name]: ok ..." or every finding. Exit 0
+// iff all are valid, 1 if any finding (or, with --strict, a postcondition left unchecked because
+// the custom collective is unknown), 2 if any file could not be read or parsed or --collective is
 // unknown or contradicts a file.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -98,7 +98,8 @@ Command addVerifyCommand(CLI::App& app) {
   auto args = std::make_shared<VerifyArgs>();
   command
       ->add_option("files", args->files,
-                   "Algorithm files (MSCCL XML, chorus JSON or text); '-' = standard input")
+                   "Algorithm files (MSCCL XML, chorus JSON, text or MSCCL++ plan JSON); '-' = "
+                   "standard input")
       ->required();
   command->add_option("--fifo-slots", args->fifoSlots, "Slots per connection FIFO")
       ->capture_default_str();

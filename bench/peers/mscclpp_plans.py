@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""MSCCL++'s own execution plans, verified by chorus, and mutants of them.
+
+Takes a microsoft/mscclpp checkout and:
+  1. collects the plans it ships (test/execution-files/, test/executor-tests/execution-plans/);
+  2. runs every program of its DSL tests (python/mscclpp/language/tests/) and default
+     algorithms (python/mscclpp/default_algos/, the configurations of python/mscclpp/__main__.py)
+     to emit their plans, with the arguments listed in DSL_PROGRAMS;
+  3. runs `chorus verify` on each plan, and `chorus run` on thread ranks on each it reads, and
+     prints a Markdown table (docs/ir.md "MSCCL++'s own plans");
+  4. mutates every plan that verifies clean: drops one signal (every signal of every channel in
+     turn), drops one wait, and moves one remote destination of a put to the next chunk of the
+     same buffer (a put into a buffer the owner still uses), and counts how many mutants chorus
+     reports.
+
+  bench/peers/mscclpp_plans.py --mscclpp DIR --dsl-python PY [--build build] [--keep OUT]
+
+PY must import sortedcontainers (MSCCL++'s language package needs nothing else); the script puts
+a shim package on its PYTHONPATH so that `import mscclpp.language` does not load MSCCL++'s C++
+extension, which a checkout without a build lacks.
+"""
+
+import argparse
+import copy
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+# (program under python/mscclpp/, arguments); the multi-node programs hard-code two nodes.
+DSL_PROGRAMS = [
+    ("language/tests/multi_node/allgather.py", "--gpus_per_node 8"),
+    ("language/tests/multi_node/allgather_pkt.py", "--gpus_per_node 8"),
+    ("language/tests/multi_node/reducescatter.py", "--gpus_per_node 8"),
+    ("language/tests/multi_node/reducescatter_pkt.py", "--gpus_per_node 8"),
+    ("language/tests/multi_node/allgather_tbg.py",
+     "--num_gpus 16 --gpus_per_node 8 --tbg_size 4"),
+    ("language/tests/multi_node/send_recv.py", "--nnodes 2 --gpus_per_node 8"),
+    ("default_algos/allgather_multi_nodes.py", "--num_gpus 16 --gpus_per_node 8"),
+    ("default_algos/allgather_multi_nodes.py", "--num_gpus 16 --gpus_per_node 8 --in_place"),
+    ("default_algos/allreduce_multi_nodes.py", "--num_gpus 16 --gpus_per_node 8 --tbg 1"),
+]
+
+
+def run(cmd, env=None, timeout=300):
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def dsl_programs(root):
+    """Every unit and single-node DSL test (argparse defaults, 8 GPUs where asked), then the
+    multi-node programs and default algorithms above."""
+    tests = os.path.join(root, "python/mscclpp/language/tests")
+    out = []
+    for kind in ("unit_tests", "single_node"):
+        for path in sorted(glob.glob(os.path.join(tests, kind, "**/*.py"), recursive=True)):
+            with open(path) as f:
+                args = "--num_gpus 8" if "--num_gpus" in f.read() else ""
+            out.append((os.path.relpath(path, os.path.join(root, "python/mscclpp")), args))
+    return out + DSL_PROGRAMS
+
+
+def emit_plans(root, python, outdir):
+    """Runs each DSL program; returns {plan name: path} and {plan name: error}."""
+    shim = os.path.join(outdir, "shim", "mscclpp")
+    os.makedirs(shim, exist_ok=True)
+    with open(os.path.join(shim, "__init__.py"), "w") as f:
+        f.write("__path__ = [%r]\n" % os.path.join(root, "python/mscclpp"))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(shim))
+    plans, errors = {}, {}
+    for program, args in dsl_programs(root):
+        name = "dsl:" + program.replace("language/tests/", "").replace(".py", "")
+        if args:
+            name += " " + args
+        script = os.path.join(root, "python/mscclpp", program)
+        extra = [] if "unit_tests" in program else ["--name", "p"]
+        result = run([python, script] + extra + args.split(), env=env)
+        try:
+            json.loads(result.stdout)
+        except ValueError:
+            lines = [l for l in result.stderr.strip().splitlines() if l.strip()]
+            errors[name] = lines[-1][:150] if lines else "no output"
+            continue
+        path = os.path.join(outdir, "plan%03d.json" % len(plans))
+        with open(path, "w") as f:
+            f.write(result.stdout)
+        plans[name] = path
+    # The default algorithm configurations of python/mscclpp/__main__.py.
+    driver = (
+        "import runpy, json\n"
+        "cfgs = runpy.run_path(%r, run_name='x')['default_algo_configs']\n"
+        "print(json.dumps({c['filename']: json.loads(c['function'](c['spec'], "
+        "**c.get('additional_kwargs', {})).to_json()) for c in cfgs}))\n"
+        % os.path.join(root, "python/mscclpp/__main__.py"))
+    result = run([python, "-c", driver], env=env)
+    try:
+        for filename, plan in json.loads(result.stdout).items():
+            path = os.path.join(outdir, "plan%03d.json" % len(plans))
+            with open(path, "w") as f:
+                json.dump(plan, f)
+            plans["dsl:__main__ " + filename] = path
+    except ValueError:
+        errors["dsl:__main__"] = (result.stderr.strip().splitlines() or ["no output"])[-1][:150]
+    return plans, errors
+
+
+def verify(chorus, path):
+    """(exit code, first finding or error line)."""
+    result = run([chorus, "verify", path])
+    lines = [l for l in (result.stdout + result.stderr).strip().splitlines() if l.strip()]
+    if result.returncode == 0:
+        return 0, "ok"
+    detail = lines[1] if result.returncode == 1 and len(lines) > 1 else lines[-1]
+    return result.returncode, detail.split(": ", 1)[-1][:170]
+
+
+def run_plan(chorus, path):
+    """`chorus run` on thread ranks: "correct", "ran (unchecked: custom collective)" or why not."""
+    result = run([chorus, "run", path, "--transport", "thread", "--bytes", "256K",
+                  "--timeout", "10"])
+    text = (result.stdout + result.stderr).strip()
+    if result.returncode == 0 and "correct" in text:
+        return "correct"
+    if result.returncode == 0 and "NOT checked" in text:
+        return "ran (not checked: custom collective)"
+    return "exit %d: %s" % (result.returncode, text.splitlines()[-1][:150] if text else "")
+
+
+def mutants(plan):
+    """(kind, mutated plan) for each dropped signal, dropped wait and misdirected put."""
+    for g, gpu in enumerate(plan["gpus"]):
+        for t, tb in enumerate(gpu["threadblocks"]):
+            for o, op in enumerate(tb["ops"]):
+                name = op.get("name")
+                if name in ("signal", "rlxsignal", "wait", "rlxwait"):
+                    kind = "drop signal" if "signal" in name else "drop wait"
+                    for c in range(len(op["channel_ids"])):
+                        m = copy.deepcopy(plan)
+                        ids = m["gpus"][g]["threadblocks"][t]["ops"][o]["channel_ids"]
+                        del ids[c]
+                        if not ids:
+                            del m["gpus"][g]["threadblocks"][t]["ops"][o]
+                        yield kind, m
+                if name in ("put", "pws", "pwsf", "res", "rres"):
+                    for d, dst in enumerate(op.get("dst_buff", [])):
+                        if "buffer_id" not in dst:
+                            continue
+                        m = copy.deepcopy(plan)
+                        m["gpus"][g]["threadblocks"][t]["ops"][o]["dst_buff"][d]["index"] += 1
+                        yield "put into a live buffer", m
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mscclpp", required=True, help="microsoft/mscclpp checkout")
+    parser.add_argument("--dsl-python", required=True, help="interpreter with sortedcontainers")
+    parser.add_argument("--build", default="build", help="chorus build directory")
+    parser.add_argument("--keep", help="write the plans here instead of a temporary directory")
+    args = parser.parse_args()
+    chorus = os.path.abspath(os.path.join(args.build, "chorus"))
+    outdir = args.keep or tempfile.mkdtemp(prefix="mscclpp-plans-")
+    os.makedirs(outdir, exist_ok=True)
+
+    plans = {}
+    for sub in ("test/execution-files", "test/executor-tests/execution-plans"):
+        for path in sorted(glob.glob(os.path.join(args.mscclpp, sub, "*.json"))):
+            plans["shipped:" + os.path.relpath(path, args.mscclpp)] = path
+    emitted, errors = emit_plans(args.mscclpp, args.dsl_python, outdir)
+    plans.update(emitted)
+
+    print("| plan | chorus verify | chorus run (thread ranks) |")
+    print("|---|---|---|")
+    clean = []
+    for name, path in plans.items():
+        code, detail = verify(chorus, path)
+        prefix = {0: "", 1: "finding: ", 2: "refused: "}.get(code, "exit %d: " % code)
+        ran = run_plan(chorus, path) if code in (0, 1) else ""
+        print("| %s | %s%s | %s |" % (name, prefix, detail, ran))
+        if code == 0:
+            clean.append(path)
+    for name, error in errors.items():
+        print("| %s | the DSL fails: %s | |" % (name, error))
+
+    found, total = {}, {}
+    for path in clean:
+        with open(path) as f:
+            plan = json.load(f)
+        for kind, mutant in mutants(plan):
+            if kind == "put into a live buffer" and plan["collective"] in ("test", "custom"):
+                continue  # no postcondition: a moved put may be harmless
+            with tempfile.NamedTemporaryFile("w", suffix=".json", dir=outdir, delete=False) as f:
+                json.dump(mutant, f)
+            code, _ = verify(chorus, f.name)
+            os.unlink(f.name)
+            if code == 2:
+                continue  # the moved index left the buffer: not a plan, not counted
+            total[kind] = total.get(kind, 0) + 1
+            found[kind] = found.get(kind, 0) + (code == 1)
+    print()
+    print("| mutation | mutants | reported by chorus verify |")
+    print("|---|---|---|")
+    for kind in sorted(total):
+        print("| %s | %d | %d |" % (kind, total[kind], found[kind]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

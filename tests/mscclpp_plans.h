@@ -1,0 +1,169 @@
+// MSCCL++ execution plans written by hand for the tests of the one-sided model (the verifier
+// in tests/verify, the thread runner in tests/runtime): correct plans that the tests mutate.
+#pragma once
+
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace chorus::testing_support::mscclpp_plans {
+
+using nlohmann::json;
+
+inline json entry(const char* type, int index, int size = 1) {
+  return {{"type", type}, {"index", index}, {"size", size}};
+}
+inline json remoteEntry(int bufferId, int index, int size = 1) {
+  return {{"buffer_id", bufferId}, {"index", index}, {"size", size}};
+}
+inline json syncOp(const char* name, const char* channelType, std::vector<int> ids) {
+  return {{"name", name}, {"channel_type", channelType}, {"channel_ids", ids}};
+}
+inline json nop() {
+  return {{"name", "nop"}};
+}
+inline std::vector<int> upTo(int n) {
+  std::vector<int> out;
+  for (int i = 0; i < n; ++i)
+    out.push_back(i);
+  return out;
+}
+
+// AllReduce in two phases over memory channels, n ranks, in place, one threadblock per rank:
+// rank r puts input chunk p into rank p's scratch[r], signals and waits for everyone, reduces
+// its own chunk from scratch, puts the sum into every peer's input[r], signals and waits.
+inline json twoPhaseAllReduce(int n) {
+  json gpus = json::array();
+  for (int r = 0; r < n; ++r) {
+    std::vector<int> peers;
+    for (int p = 0; p < n; ++p)
+      if (p != r) peers.push_back(p);
+    const int k = n - 1;
+    json remotes = json::array();
+    for (int p : peers)
+      remotes.push_back({{"rank", p}, {"type", "s"}, {"access_channel_types", {"memory"}}});
+    for (int p : peers)
+      remotes.push_back({{"rank", p}, {"type", "i"}, {"access_channel_types", {"memory"}}});
+    json scatterSrc = json::array(), scatterDst = json::array(), reduceSrc = json::array(),
+         gatherSrc = json::array(), gatherDst = json::array();
+    reduceSrc.push_back(entry("i", r));
+    for (int j = 0; j < k; ++j) {
+      scatterSrc.push_back(entry("i", peers[j]));
+      scatterDst.push_back(remoteEntry(j, r));
+      reduceSrc.push_back(entry("s", peers[j]));
+      gatherSrc.push_back(entry("i", r));
+      gatherDst.push_back(remoteEntry(k + j, r));
+    }
+    json ops = json::array({{{"name", "put"},
+                             {"channel_type", "memory"},
+                             {"src_buff", scatterSrc},
+                             {"dst_buff", scatterDst}},
+                            nop(),
+                            syncOp("signal", "memory", upTo(k)),
+                            syncOp("wait", "memory", upTo(k)),
+                            nop(),
+                            {{"name", "re"},
+                             {"src_buff", reduceSrc},
+                             {"dst_buff", {entry("i", r)}},
+                             {"reduce_op", "sum"}},
+                            nop(),
+                            {{"name", "put"},
+                             {"channel_type", "memory"},
+                             {"src_buff", gatherSrc},
+                             {"dst_buff", gatherDst}},
+                            nop(),
+                            syncOp("signal", "memory", upTo(k)),
+                            syncOp("wait", "memory", upTo(k)),
+                            nop()});
+    json tb = {{"id", 0},
+               {"channels", {{{"channel_type", "memory"}, {"channel_ids", upTo(k)}}}},
+               {"remote_buffer_refs",
+                {{{"access_channel_type", "memory"}, {"remote_buffer_ids", upTo(2 * k)}}}},
+               {"ops", ops}};
+    gpus.push_back({{"id", r},
+                    {"input_chunks", n},
+                    {"output_chunks", n},
+                    {"scratch_chunks", n},
+                    {"channels", {{{"channel_type", "memory"}, {"connected_to", peers}}}},
+                    {"remote_buffers", remotes},
+                    {"semaphores", json::array()},
+                    {"threadblocks", {tb}}});
+  }
+  return {{"name", "two_phase"},  {"collective", "allreduce"},
+          {"protocol", "Simple"}, {"inplace", true},
+          {"gpus", gpus},         {"num_threads_per_block", 1024}};
+}
+
+// AllGather over port channels, out of place: rank r copies its input to output[r], then per
+// peer a put-with-signal of its input into the peer's output[r], and waits for every peer.
+inline json portAllGather(int n) {
+  json gpus = json::array();
+  for (int r = 0; r < n; ++r) {
+    std::vector<int> peers;
+    for (int p = 0; p < n; ++p)
+      if (p != r) peers.push_back(p);
+    const int k = n - 1;
+    json remotes = json::array();
+    for (int p : peers)
+      remotes.push_back({{"rank", p}, {"type", "o"}, {"access_channel_types", {"port"}}});
+    json ops = json::array(
+        {{{"name", "copy"}, {"src_buff", {entry("i", 0)}}, {"dst_buff", {entry("o", r)}}}});
+    for (int j = 0; j < k; ++j)
+      ops.push_back({{"name", "pws"},
+                     {"channel_type", "port"},
+                     {"channel_ids", {j}},
+                     {"src_buff", {entry("i", 0)}},
+                     {"dst_buff", {remoteEntry(j, r)}}});
+    ops.push_back(syncOp("wait", "port", upTo(k)));
+    ops.push_back(nop());
+    json tb = {
+        {"id", 0},
+        {"channels", {{{"channel_type", "port"}, {"channel_ids", upTo(k)}}}},
+        {"remote_buffer_refs", {{{"access_channel_type", "port"}, {"remote_buffer_ids", upTo(k)}}}},
+        {"ops", ops}};
+    gpus.push_back({{"id", r},
+                    {"input_chunks", 1},
+                    {"output_chunks", n},
+                    {"scratch_chunks", 0},
+                    {"channels", {{{"channel_type", "port"}, {"connected_to", peers}}}},
+                    {"remote_buffers", remotes},
+                    {"threadblocks", {tb}}});
+  }
+  return {{"name", "port_allgather"},
+          {"collective", "allgather"},
+          {"protocol", "Simple"},
+          {"inplace", false},
+          {"gpus", gpus}};
+}
+
+// One rank, two threadblocks: tb 0 copies input to scratch, tb 1 copies scratch to output,
+// ordered by semaphore 0 (release after the copy, acquire before) — or, with `barrier`, by a
+// barrier both join.
+inline json handOff(bool barrier) {
+  json first = {{"name", "copy"}, {"src_buff", {entry("i", 0)}}, {"dst_buff", {entry("s", 0)}}};
+  json second = {{"name", "copy"}, {"src_buff", {entry("s", 0)}}, {"dst_buff", {entry("o", 0)}}};
+  json join = {{"name", "barrier"}, {"barrier_id", 0}, {"num_threadblocks", 2}};
+  json tb0 = barrier
+                 ? json::array({first, join})
+                 : json::array({first, nop(), {{"name", "sem_release"}, {"semaphore_ids", {0}}}});
+  json tb1 = barrier
+                 ? json::array({join, second})
+                 : json::array({{{"name", "sem_acquire"}, {"semaphore_ids", {0}}}, nop(), second});
+  json gpu = {{"id", 0},
+              {"input_chunks", 1},
+              {"output_chunks", 1},
+              {"scratch_chunks", 1},
+              {"channels", json::array()},
+              {"remote_buffers", json::array()},
+              {"semaphores", {{{"init_value", 0}}}},
+              {"threadblocks",
+               {{{"id", 0}, {"channels", json::array()}, {"ops", tb0}},
+                {{"id", 1}, {"channels", json::array()}, {"ops", tb1}}}}};
+  return {{"name", "hand_off"},
+          {"collective", "allreduce"},
+          {"protocol", "Simple"},
+          {"inplace", false},
+          {"gpus", {gpu}}};
+}
+
+}  // namespace chorus::testing_support::mscclpp_plans

@@ -1,0 +1,89 @@
+// The one-sided thread runner (src/runtime/one_sided_runner.h): hand-written MSCCL++ plans run
+// exactly on thread ranks, whatever the count and type; a plan that deadlocks times out naming
+// the step; processes refuse one-sided plans.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "chorus/error.h"
+#include "ir/mscclpp_plan.h"
+#include "mscclpp_plans.h"
+#include "runtime/process_runner.h"
+#include "runtime/thread_runner.h"
+
+namespace chorus::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+namespace plans = chorus::testing_support::mscclpp_plans;
+
+ir::Algorithm planOf(const nlohmann::json& plan) {
+  return ir::readMscclppPlan(plan.dump(), "plan.json");
+}
+
+RunOptions optionsFor(std::size_t count, DataType type) {
+  RunOptions options;
+  options.count = count;
+  options.type = type;
+  options.timeout = std::chrono::milliseconds(20'000);
+  return options;
+}
+
+TEST(OneSidedRunner, HandWrittenPlansRunExactly) {
+  for (int n : {2, 3, 4}) {
+    // 1000 elements do not divide into 3 chunks: the last chunk of each block is shorter.
+    for (std::size_t count : {std::size_t{1000}, std::size_t{4096}}) {
+      SCOPED_TRACE(testing::Message() << n << " ranks, count " << count);
+      const RunReport allreduce =
+          runOnThreads(planOf(plans::twoPhaseAllReduce(n)), optionsFor(count, DataType::float32));
+      EXPECT_TRUE(allreduce.ok()) << allreduce.firstWrong;
+      EXPECT_EQ(allreduce.checkedElements, static_cast<std::size_t>(n) * count);
+      const RunReport allgather =
+          runOnThreads(planOf(plans::portAllGather(n)), optionsFor(count, DataType::int32));
+      EXPECT_TRUE(allgather.ok()) << allgather.firstWrong;
+      // Every output element plus, out of place, every input element.
+      EXPECT_EQ(allgather.checkedElements, static_cast<std::size_t>(n) * (n + 1) * count);
+    }
+  }
+  for (bool barrier : {false, true}) {
+    RunOptions options = optionsFor(777, DataType::float16);
+    options.iterations = 3;
+    const RunReport report = runOnThreads(planOf(plans::handOff(barrier)), options);
+    EXPECT_TRUE(report.ok()) << report.firstWrong;
+  }
+}
+
+TEST(OneSidedRunner, OtherOperatorsRunToo) {
+  RunOptions options = optionsFor(512, DataType::int32);
+  options.op = ReduceOp::max;
+  const RunReport report = runOnThreads(planOf(plans::twoPhaseAllReduce(3)), options);
+  EXPECT_TRUE(report.ok()) << report.firstWrong;
+  options.op = ReduceOp::avg;
+  EXPECT_THROW(runOnThreads(planOf(plans::twoPhaseAllReduce(3)), options), OptionError);
+}
+
+TEST(OneSidedRunner, ADeadlockTimesOutNamingTheStep) {
+  nlohmann::json plan = plans::twoPhaseAllReduce(2);
+  plan["gpus"][0]["threadblocks"][0]["ops"].erase(2);  // rank 0's first signal
+  RunOptions options = optionsFor(64, DataType::float32);
+  options.timeout = std::chrono::milliseconds(300);
+  try {
+    runOnThreads(planOf(plan), options);
+    FAIL() << "the deadlock went unnoticed";
+  } catch (const TimeoutError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("rank 1 tb 0 step 10 (wait with rank 0 on channel 0) "
+                                        "waited 0 s for signal number 2 from rank 0; the plan "
+                                        "deadlocks ('chorus verify' says why)"));
+  }
+}
+
+TEST(OneSidedRunner, ProcessesRefuseOneSidedPlans) {
+  ProcessRunOptions options;
+  options.count = 64;
+  EXPECT_THROW(runOnProcesses(planOf(plans::twoPhaseAllReduce(2)), options), PlanError);
+}
+
+}  // namespace
+}  // namespace chorus::runtime
