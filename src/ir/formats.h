@@ -27,9 +27,10 @@ std::optional<std::string_view> detectFormat(std::string_view text);
 
 // Reads every algorithm in `text` (MSCCL XML may hold several <algo>), with the reader of the
 // format detectFormat finds (an MSCCL++ execution plan: ir/mscclpp_plan.h). Throws ParseError
-// naming `sourceName`: the reader's, or for DOT "DOT is output only", and for anything else "unrecognized format" with what the
-// input looks like (other JSON: its top-level keys or "format"; other XML: its first element;
-// malformed JSON: the parser's message); each lists the formats chorus reads.
+// naming `sourceName`: the reader's, or for DOT "DOT is output only", and for anything else
+// "unrecognized format" with what the input looks like (other JSON: its top-level keys or "format";
+// other XML: its first element; malformed JSON: the parser's message); each lists the formats
+// chorus reads.
 std::vector<Algorithm> readAlgorithms(std::string_view text, const std::string& sourceName);
 
 // Reads a file ("-" = standard input) with readAlgorithms; ParseError names the path.
