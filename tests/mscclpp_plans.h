@@ -166,4 +166,106 @@ inline json handOff(bool barrier) {
           {"gpus", {gpu}}};
 }
 
+// AllReduce in LL packets (as MSCCL++'s allreduce_packet.json), n ranks, in place, memory
+// channels, no signals: rank r puts its input chunk p as packets into rank p's scratch[r]; then
+// sums its own chunk r from those packets and puts the sum as packets into every peer's
+// scratch[n + r] (respkt); then unpacks each peer's sum from scratch[n + p] into input[p].
+inline json packetAllReduce(int n) {
+  json gpus = json::array();
+  for (int r = 0; r < n; ++r) {
+    std::vector<int> peers;
+    for (int p = 0; p < n; ++p)
+      if (p != r) peers.push_back(p);
+    json remotes = json::array();
+    for (int p : peers)
+      remotes.push_back({{"rank", p}, {"type", "s"}, {"access_channel_types", {"memory"}}});
+    json scatterSrc = json::array(), scatterDst = json::array(), reduceSrc = json::array(),
+         reduceDst = json::array();
+    reduceSrc.push_back(entry("i", r));
+    reduceDst.push_back(entry("i", r));
+    for (std::size_t j = 0; j < peers.size(); ++j) {
+      scatterSrc.push_back(entry("i", peers[j]));
+      scatterDst.push_back(remoteEntry(static_cast<int>(j), r));
+      reduceSrc.push_back(entry("s", peers[j]));
+      reduceDst.push_back(remoteEntry(static_cast<int>(j), n + r));
+    }
+    json ops = json::array({{{"name", "ppkt"},
+                             {"channel_type", "memory"},
+                             {"src_buff", scatterSrc},
+                             {"dst_buff", scatterDst}},
+                            {{"name", "respkt"},
+                             {"channel_type", "memory"},
+                             {"src_buff", reduceSrc},
+                             {"dst_buff", reduceDst},
+                             {"reduce_op", "sum"}}});
+    for (int p : peers)
+      ops.push_back(
+          {{"name", "upkt"}, {"src_buff", {entry("s", n + p)}}, {"dst_buff", {entry("i", p)}}});
+    json tb = {{"id", 0},
+               {"channels", {{{"channel_type", "memory"}, {"channel_ids", upTo(n - 1)}}}},
+               {"remote_buffer_refs",
+                {{{"access_channel_type", "memory"}, {"remote_buffer_ids", upTo(n - 1)}}}},
+               {"ops", ops}};
+    gpus.push_back({{"id", r},
+                    {"input_chunks", n},
+                    {"output_chunks", 0},
+                    {"scratch_chunks", 2 * n},
+                    {"channels", {{{"channel_type", "memory"}, {"connected_to", peers}}}},
+                    {"remote_buffers", remotes},
+                    {"threadblocks", {tb}}});
+  }
+  return {{"name", "packet_allreduce"},
+          {"collective", "allreduce"},
+          {"protocol", "LL"},
+          {"inplace", true},
+          {"gpus", gpus}};
+}
+
+// AllGather in LL packets over port channels, out of place: rank r copies its input to
+// output[r] and as packets to its scratch[n]; past a nop (the proxy must see whole packets),
+// puts those packets as they are into every peer's scratch[r] (port ppkt); then unpacks each
+// peer's packets from scratch[p] into output[p].
+inline json portPacketAllGather(int n) {
+  json gpus = json::array();
+  for (int r = 0; r < n; ++r) {
+    std::vector<int> peers;
+    for (int p = 0; p < n; ++p)
+      if (p != r) peers.push_back(p);
+    const int k = n - 1;
+    json remotes = json::array();
+    for (int p : peers)
+      remotes.push_back({{"rank", p}, {"type", "s"}, {"access_channel_types", {"port"}}});
+    json ops = json::array(
+        {{{"name", "copy"}, {"src_buff", {entry("i", 0)}}, {"dst_buff", {entry("o", r)}}},
+         {{"name", "cpkt"}, {"src_buff", {entry("i", 0)}}, {"dst_buff", {entry("s", n)}}},
+         nop()});
+    for (int j = 0; j < k; ++j)
+      ops.push_back({{"name", "ppkt"},
+                     {"channel_type", "port"},
+                     {"channel_ids", {j}},
+                     {"src_buff", {entry("s", n)}},
+                     {"dst_buff", {remoteEntry(j, r)}}});
+    for (int p : peers)
+      ops.push_back(
+          {{"name", "upkt"}, {"src_buff", {entry("s", p)}}, {"dst_buff", {entry("o", p)}}});
+    json tb = {
+        {"id", 0},
+        {"channels", {{{"channel_type", "port"}, {"channel_ids", upTo(k)}}}},
+        {"remote_buffer_refs", {{{"access_channel_type", "port"}, {"remote_buffer_ids", upTo(k)}}}},
+        {"ops", ops}};
+    gpus.push_back({{"id", r},
+                    {"input_chunks", 1},
+                    {"output_chunks", n},
+                    {"scratch_chunks", n + 1},
+                    {"channels", {{{"channel_type", "port"}, {"connected_to", peers}}}},
+                    {"remote_buffers", remotes},
+                    {"threadblocks", {tb}}});
+  }
+  return {{"name", "port_packet_allgather"},
+          {"collective", "allgather"},
+          {"protocol", "LL"},
+          {"inplace", false},
+          {"gpus", gpus}};
+}
+
 }  // namespace chorus::testing_support::mscclpp_plans

@@ -9,8 +9,9 @@ Takes a microsoft/mscclpp checkout and:
   3. runs `chorus verify` on each plan, and `chorus run` on thread ranks on each it reads, and
      prints a Markdown table (docs/ir.md "MSCCL++'s own plans");
   4. mutates every plan that verifies clean: drops one signal (of one channel), drops one
-     wait, or moves one remote destination of a put to the next chunk of the same buffer (a put
-     into a buffer the owner still uses); per plan and kind at most MUTANTS_PER_KIND mutants,
+     wait, moves one remote destination of a put (or packet put) to the next chunk of the same
+     buffer (a put into a buffer the owner still uses), or drops one remote destination of a
+     packet put (ppkt, rppkt, respkt, recspkt: packets the reader then waits for); per plan and kind at most MUTANTS_PER_KIND mutants,
      evenly spaced over all of them; and counts how many mutants chorus reports.
 
   bench/peers/mscclpp_plans.py --mscclpp DIR --dsl-python PY [--build build] [--keep OUT]
@@ -125,7 +126,8 @@ def names_a_data_race_or_deadlock(findings):
     """More than an unbalanced channel: two unordered accesses, an access not ordered before
     its owner's launch ends, or a threadblock that never finishes."""
     return ("race on " in findings or "nothing orders it before" in findings
-            or "deadlock:" in findings)
+            or "deadlock:" in findings or "already wrote in this launch" in findings
+            or "never reads in this launch" in findings or "as they are, but" in findings)
 
 
 def run_plan(chorus, path):
@@ -142,7 +144,8 @@ def run_plan(chorus, path):
 
 def mutation_sites(plan):
     """(kind, gpu, threadblock, op, entry) for each dropped signal (one channel of a signal op),
-    dropped wait and misdirected put (one remote destination of a put or reduce-send)."""
+    dropped wait, misdirected put (one remote destination of a put, reduce-send or packet put)
+    and dropped packet write (one remote destination of a packet put)."""
     for g, gpu in enumerate(plan["gpus"]):
         for t, tb in enumerate(gpu["threadblocks"]):
             for o, op in enumerate(tb["ops"]):
@@ -151,10 +154,15 @@ def mutation_sites(plan):
                     kind = "drop signal" if "signal" in name else "drop wait"
                     for c in range(len(op["channel_ids"])):
                         yield kind, g, t, o, c
-                if name in ("put", "pws", "pwsf", "res", "rres"):
+                if name in ("put", "pws", "pwsf", "res", "rres") + PACKET_PUTS:
                     for d, dst in enumerate(op.get("dst_buff", [])):
                         if "buffer_id" in dst:
                             yield "put into a live buffer", g, t, o, d
+                            if name in PACKET_PUTS:
+                                yield "drop a packet write", g, t, o, d
+
+
+PACKET_PUTS = ("ppkt", "rppkt", "respkt", "recspkt")
 
 
 def mutate(plan, site):
@@ -163,6 +171,17 @@ def mutate(plan, site):
     ops = m["gpus"][g]["threadblocks"][t]["ops"]
     if kind == "put into a live buffer":
         ops[o]["dst_buff"][entry]["index"] += 1
+        return m
+    if kind == "drop a packet write":
+        op = ops[o]
+        # ppkt pairs src_buff[i] with dst_buff[i] and a port channel with each destination.
+        if op["name"] == "ppkt":
+            del op["src_buff"][entry]
+        if op.get("channel_type") == "port":
+            del op["channel_ids"][entry]
+        del op["dst_buff"][entry]
+        if not any("buffer_id" in d for d in op["dst_buff"]) and op["name"] in ("ppkt", "rppkt"):
+            del ops[o]
         return m
     del ops[o]["channel_ids"][entry]
     if not ops[o]["channel_ids"]:

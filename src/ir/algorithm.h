@@ -63,6 +63,15 @@ struct Step {
   BufferKind dstBuffer = BufferKind::input;
   int dstIndex = 0;
   int count = 1;
+  // LL packets (MSCCL++'s LL protocol, docs/ir.md "Packets"): an operand that is packets names
+  // the packet slots of its chunks, a memory apart from their plain data. A packet dst stores
+  // every element with the launch's flag; a packet src is read once every element carries that
+  // flag (the step waits for it), unless rawPackets: then the step copies the packets as they
+  // are, flags included (a port-channel put of packets, which the proxy copies as bytes). Only
+  // one-sided plans use packets (stepIsOneSided).
+  bool srcPackets = false;
+  bool dstPackets = false;
+  bool rawPackets = false;
   // Cross-threadblock waits (same rank): this step starts only after each named step finished.
   // Kept sorted by (tb, step); never names the step's own threadblock.
   std::vector<StepRef> deps;

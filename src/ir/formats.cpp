@@ -389,6 +389,22 @@ std::vector<Algorithm> readAlgorithmsFile(const std::string& path) {
   return readAlgorithms(contents.str(), path);
 }
 
+namespace {
+std::string_view writtenFormatName(Format format) {
+  switch (format) {
+    case Format::xml:
+      return "MSCCL XML";
+    case Format::json:
+      return "chorus JSON";
+    case Format::text:
+      return "chorus text";
+    case Format::dot:
+      break;
+  }
+  return "DOT";
+}
+}  // namespace
+
 std::string writeAlgorithm(const Algorithm& algorithm, Format format,
                            const MscclWriteOptions& xml) {
   // chorus JSON and text hold steps, not the channel and semaphore tables of one-sided plans:
@@ -396,10 +412,22 @@ std::string writeAlgorithm(const Algorithm& algorithm, Format format,
   if (format == Format::json || format == Format::text)
     for (const RankProgram& program : algorithm.ranks)
       if (!program.channels.empty() || !program.semaphores.empty())
-        throw FormatLimitError(fmt::format(
-            "plan '{}' cannot be written as {}: rank {} declares one-sided channels or "
-            "semaphores (an MSCCL++ plan), which that format does not hold yet",
-            algorithm.name, format == Format::json ? "chorus JSON" : "chorus text", program.rank));
+        throw FormatLimitError(
+            fmt::format("plan '{}' cannot be written as {}: rank {} declares one-sided channels or "
+                        "semaphores (an MSCCL++ plan), which that format does not hold yet",
+                        algorithm.name, writtenFormatName(format), program.rank));
+  // No format chorus writes holds LL packet operands (Step::srcPackets, dstPackets): a copy
+  // would be written as a plain copy.
+  if (format == Format::json || format == Format::text || format == Format::xml)
+    for (const RankProgram& program : algorithm.ranks)
+      for (const Threadblock& tb : program.threadblocks)
+        for (std::size_t s = 0; s < tb.steps.size(); ++s)
+          if (tb.steps[s].srcPackets || tb.steps[s].dstPackets)
+            throw FormatLimitError(fmt::format(
+                "plan '{}' cannot be written as {}: rank {} tb {} step {} ({}) moves LL packets "
+                "(an MSCCL++ LL plan), which that format does not hold",
+                algorithm.name, writtenFormatName(format), program.rank, tb.id, s,
+                opName(tb.steps[s].op)));
   switch (format) {
     case Format::xml:
       return writeMscclXml(algorithm, xml);

@@ -54,12 +54,11 @@ struct Counts {
   }
 };
 
-constexpr std::string_view kPacketOps[] = {"cpkt",  "upkt",   "ppkt",   "rppkt",
-                                           "repkt", "respkt", "recpkt", "recspkt"};
 constexpr std::string_view kSwitchOps[] = {"glres", "gstore", "gstorepkt", "glre"};
 constexpr std::string_view kKnownOps =
     "nop, barrier, copy, put, pws, pwsf, get, re, res, rre, rres, signal, wait, rlxsignal, "
-    "rlxwait, flush, sem_acquire, sem_release";
+    "rlxwait, flush, sem_acquire, sem_release, and the LL packet ops cpkt, upkt, ppkt, rppkt, "
+    "repkt, respkt, recpkt, recspkt";
 
 class Reader {
  public:
@@ -382,10 +381,6 @@ void Reader::readOp(const json& op, int rank, const TbTables& tables, Threadbloc
                     const std::string& path) {
   const std::string name = stringField(op, "name", path);
   const std::string where = fmt::format("{} ({})", path, name);
-  if (std::find(std::begin(kPacketOps), std::end(kPacketOps), name) != std::end(kPacketOps))
-    fail(where,
-         "LL packet operations are not modelled by chorus yet; it reads Simple-protocol "
-         "plans (CollectiveProgram(protocol=\"Simple\"))");
   if (std::find(std::begin(kSwitchOps), std::end(kSwitchOps), name) != std::end(kSwitchOps))
     fail(where,
          "NVLS switch operations need NVLink SHARP multicast hardware, which chorus "
@@ -410,8 +405,16 @@ void Reader::readOp(const json& op, int rank, const TbTables& tables, Threadbloc
   }
   const std::vector<Operand> src = operands(op, "src_buff", rank, channelKind, tables, group, path);
   const std::vector<Operand> dst = operands(op, "dst_buff", rank, channelKind, tables, group, path);
-  auto step = [&](OpKind kind, const Operand* from, const Operand* to, int peer, int channel) {
+  // Packet flags of the next step(s) that `step` emits (Step::srcPackets, dstPackets).
+  struct Packets {
+    bool src = false, dst = false, raw = false;
+  };
+  auto step = [&](OpKind kind, const Operand* from, const Operand* to, int peer, int channel,
+                  Packets packets = {}) {
     Step s;
+    s.srcPackets = packets.src;
+    s.dstPackets = packets.dst;
+    s.rawPackets = packets.raw;
     s.op = kind;
     s.peer = peer;
     s.channel = channel;
@@ -485,6 +488,23 @@ void Reader::readOp(const json& op, int rank, const TbTables& tables, Threadbloc
       if (i != base)
         step(src[i].remote ? OpKind::getReduce : OpKind::reduce, &src[i], &d,
              src[i].remote ? src[i].peer : -1, -1);
+  };
+  // Packet sources of upkt, rppkt and the reduce-packet family are read from local scratch
+  // whatever their "type" says (execution_kernel.hpp:416-430).
+  auto inScratch = [&](const Operand& o) {
+    Operand copy = o;
+    copy.buffer = BufferKind::scratch;
+    need(static_cast<long long>(copy.index) + copy.size <= counts_[rank].scratch,
+         fmt::format("reads packets from scratch chunks {}..{} (MSCCL++ reads packet sources "
+                     "from scratch whatever their type), but rank {} has {} scratch chunks",
+                     copy.index / scale_, (copy.index + copy.size) / scale_, rank,
+                     counts_[rank].scratch / scale_));
+    return copy;
+  };
+  auto needChannelTo = [&](int channel, int peer, std::size_t i) {
+    need(algorithm_.ranks[rank].channels[channel].peer == peer,
+         fmt::format("dst_buff[{}] lies on rank {}, but channel_ids[{}] connects to rank {}", i,
+                     peer, i, algorithm_.ranks[rank].channels[channel].peer));
   };
   auto putResult = [&]() {
     need(remote(dst, 1), "writes dst_buff[1..] to peers (buffer_id)");
@@ -569,6 +589,84 @@ void Reader::readOp(const json& op, int rank, const TbTables& tables, Threadbloc
     need(channelKind == 0, "reads peer memory directly: needs \"channel_type\": \"memory\"");
     reduceInto(true);
     putResult();
+  } else if (name == "cpkt") {
+    need(src.size() == 1 && dst.size() == 1 && local(src, 0) && local(dst, 0),
+         "copies one local src_buff entry to the packets of one local dst_buff entry");
+    need(src[0].size == dst[0].size, "needs src_buff and dst_buff entries of one size");
+    step(OpKind::copy, &src[0], &dst[0], -1, -1, {.dst = true});
+  } else if (name == "upkt") {
+    need(src.size() == 1 && dst.size() == 1 && local(src, 0) && local(dst, 0),
+         "unpacks the packets of one local src_buff entry into one local dst_buff entry");
+    need(src[0].size == dst[0].size, "needs src_buff and dst_buff entries of one size");
+    const Operand packets = inScratch(src[0]);
+    step(OpKind::copy, &packets, &dst[0], -1, -1, {.src = true});
+  } else if (name == "ppkt") {
+    need(channelKind >= 0, "needs \"channel_type\" \"memory\" or \"port\"");
+    need(!src.empty() && src.size() == dst.size() && local(src, 0) && remote(dst, 0),
+         "puts local src_buff entries as packets to as many remote dst_buff entries");
+    for (std::size_t i = 0; i < dst.size(); ++i) {
+      need(src[i].size == dst[i].size, "needs src_buff[i] and dst_buff[i] of one size");
+      if (channelKind == 0) {
+        // Plain data from src_buff[0]'s buffer, written as packets (execution_kernel.hpp:258).
+        Operand from = src[i];
+        from.buffer = src[0].buffer;
+        step(OpKind::put, &from, &dst[i], dst[i].peer, -1, {.dst = true});
+        continue;
+      }
+      // A port channel's proxy copies packets that are already in the source (:275-289).
+      const int channel = channelOf(op, rank, channelKind, tables, i, path);
+      needChannelTo(channel, dst[i].peer, i);
+      step(OpKind::put, &src[i], &dst[i], dst[i].peer, channel,
+           {.src = true, .dst = true, .raw = true});
+    }
+  } else if (name == "rppkt") {
+    need(channelKind >= 0, "needs \"channel_type\" \"memory\" or \"port\"");
+    need(src.size() == 1 && !dst.empty() && local(src, 0) && remote(dst, 0),
+         "forwards the packets of one local src_buff entry to remote dst_buff entries");
+    for (std::size_t i = 0; i < dst.size(); ++i) {
+      need(src[0].size == dst[i].size, "needs src_buff[0] and every dst_buff entry of one size");
+      int channel = -1;
+      if (channelKind == 1) {
+        channel = channelOf(op, rank, channelKind, tables, i, path);
+        needChannelTo(channel, dst[i].peer, i);
+      }
+      const Operand packets = inScratch(src[0]);
+      step(OpKind::put, &packets, &dst[i], dst[i].peer, channel, {.src = true, .dst = true});
+    }
+  } else if (name == "repkt" || name == "respkt" || name == "recpkt" || name == "recspkt") {
+    // dst_buff[0] = src_buff[0] (plain) ⊕ the packets of src_buff[1..] (always local scratch);
+    // recpkt/recspkt also copy the sum as packets to dst_buff[1]; respkt/recspkt put it as
+    // packets to the remote dst_buff entries that follow (execution_kernel.hpp:334-414).
+    const bool copiesPackets = name == "recpkt" || name == "recspkt";
+    const bool sends = name == "respkt" || name == "recspkt";
+    const std::size_t localDsts = copiesPackets ? 2 : 1;
+    need(!sends || channelKind == 0,
+         "writes peer memory directly: needs \"channel_type\": \"memory\"");
+    need(src.size() >= 2 && local(src, 0), "needs a plain src_buff[0] and packet sources after it");
+    need(dst.size() >= localDsts && !dst[0].remote && (!copiesPackets || !dst[1].remote) &&
+             (sends ? dst.size() > localDsts && remote(dst, localDsts) : dst.size() == localDsts),
+         copiesPackets ? (sends ? "writes local dst_buff[0..1] and remote dst_buff[2..]"
+                                : "writes local dst_buff[0] and dst_buff[1]")
+                       : (sends ? "writes local dst_buff[0] and remote dst_buff[1..]"
+                                : "writes one local dst_buff entry"));
+    const Operand& d = dst[0];
+    for (const Operand& o : src)
+      need(o.size == d.size, "needs every src_buff and dst_buff entry of one size");
+    for (const Operand& o : dst)
+      need(o.size == d.size, "needs every src_buff and dst_buff entry of one size");
+    if (!(src[0] == d)) {
+      need(src[0].buffer != d.buffer || src[0].index >= d.index + d.size ||
+               d.index >= src[0].index + src[0].size,
+           "dst_buff[0] overlaps src_buff[0] without being equal to it");
+      step(OpKind::copy, &src[0], &d, -1, -1);
+    }
+    for (std::size_t i = 1; i < src.size(); ++i) {
+      const Operand packets = inScratch(src[i]);
+      step(OpKind::reduce, &packets, &d, -1, -1, {.src = true});
+    }
+    if (copiesPackets) step(OpKind::copy, &d, &dst[1], -1, -1, {.dst = true});
+    for (std::size_t i = localDsts; i < dst.size(); ++i)
+      step(OpKind::put, &d, &dst[i], dst[i].peer, -1, {.dst = true});
   } else {
     fail(where, fmt::format("unknown operation; MSCCL++'s executor runs {} (Simple protocol), "
                             "the LL packet ops and the NVLS switch ops",

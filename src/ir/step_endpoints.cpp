@@ -109,11 +109,15 @@ void requireStepEndpoints(const Algorithm& algorithm, std::string_view action) {
                   algorithm.name, action, issues.front().message, more));
 }
 
+bool stepIsOneSided(const Step& step) {
+  return opIsOneSided(step.op) || step.srcPackets || step.dstPackets || step.rawPackets;
+}
+
 bool hasOneSidedOps(const Algorithm& algorithm) {
   for (const auto& program : algorithm.ranks)
     for (const auto& tb : program.threadblocks)
       for (const auto& step : tb.steps)
-        if (opIsOneSided(step.op)) return true;
+        if (stepIsOneSided(step)) return true;
   return false;
 }
 
@@ -144,11 +148,12 @@ void requireTwoSidedOps(const Algorithm& algorithm, std::string_view consumer) {
   for (const auto& rank : algorithm.ranks)
     for (const auto& tb : rank.threadblocks)
       for (std::size_t s = 0; s < tb.steps.size(); ++s)
-        if (opIsOneSided(tb.steps[s].op))
+        if (stepIsOneSided(tb.steps[s]))
           throw PlanError(fmt::format(
               "plan '{}' cannot be run by {}: rank {} tb {} step {} ({}) is a one-sided "
-              "operation (it takes its peer and channel from the step), which it does not run "
-              "yet; it runs ops that move data over their threadblock's connections",
+              "operation (it takes its peer and channel from the step, or moves LL packets), "
+              "which it does not run yet; it runs ops that move data over their threadblock's "
+              "connections",
               algorithm.name, consumer, rank.rank, tb.id, s, opName(tb.steps[s].op)));
 }
 

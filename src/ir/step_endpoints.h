@@ -38,7 +38,11 @@ std::vector<StepEndpointIssue> findStepEndpointIssues(const Algorithm& algorithm
 // "plan 'NAME' cannot be ...": "run", "simulated".
 void requireStepEndpoints(const Algorithm& algorithm, std::string_view action);
 
-// True when some step of `algorithm` is one-sided (opIsOneSided): an MSCCL++ plan, which the
+// True when the step belongs to the one-sided model: its op is one-sided (opIsOneSided) or an
+// operand is LL packets (Step::srcPackets, dstPackets). Pure.
+bool stepIsOneSided(const Step& step);
+
+// True when some step of `algorithm` is one-sided (stepIsOneSided): an MSCCL++ plan, which the
 // verifier and the one-sided thread runner take, and the other consumers refuse.
 bool hasOneSidedOps(const Algorithm& algorithm);
 

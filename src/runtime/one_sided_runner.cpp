@@ -1,6 +1,7 @@
 #include "runtime/one_sided_runner.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -10,10 +11,12 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "ir/collective.h"
+#include "ir/one_sided_structure.h"
 #include "ir/step_endpoints.h"
 #include "runtime/collective_args.h"
 #include "runtime/reduce_kernels.h"
@@ -29,14 +32,21 @@ using Clock = std::chrono::steady_clock;
 std::string stepText(int rank, int tb, int step, const ir::Step& s) {
   std::string what(ir::opName(s.op));
   if (ir::opTakesStepPeer(s.op)) what += fmt::format(" with rank {}", s.peer);
-  if (s.channel >= 0)
-    what += fmt::format(" on {} {}",
-                        s.op == ir::OpKind::barrier                            ? "barrier"
-                        : ir::opIsOneSided(s.op) && !ir::opTakesStepPeer(s.op) ? "semaphore"
-                                                                               : "channel",
-                        s.channel);
+  if (s.channel >= 0) {
+    const char* object = "channel";
+    if (s.op == ir::OpKind::barrier) object = "barrier";
+    if (s.op == ir::OpKind::semAcquire || s.op == ir::OpKind::semRelease) object = "semaphore";
+    what += fmt::format(" on {} {}", object, s.channel);
+  }
   return fmt::format("rank {} tb {} step {} ({})", rank, tb, step, what);
 }
+
+// The LL packets of one buffer of one rank, apart from its plain data: per element a value and
+// a flag, 1 once written in this launch (the MSCCL++ packet's flag).
+struct PacketArea {
+  std::vector<std::uint8_t> data;
+  std::unique_ptr<std::atomic<std::uint32_t>[]> flags;
+};
 
 // A barrier of one rank: the threadblocks that reach it join in generations of `count`.
 struct Barrier {
@@ -70,6 +80,13 @@ class OneSidedRun {
       for (std::size_t s = 0; s < program.semaphores.size(); ++s)
         semaphores_[r][s].store(program.semaphores[s]);
     }
+    packets_.resize(n);
+    for (const auto& program : algorithm.ranks)
+      for (const auto& tb : program.threadblocks)
+        for (const auto& step : tb.steps) {
+          if (step.srcPackets) allocatePackets(ir::srcOwner(program.rank, step), step.srcBuffer);
+          if (step.dstPackets) allocatePackets(ir::dstOwner(program.rank, step), step.dstBuffer);
+        }
   }
 
   // Runs every threadblock on its own thread; rethrows the first failure's cause.
@@ -122,6 +139,31 @@ class OneSidedRun {
     const std::size_t elems =
         within >= options_.count ? 0 : std::min(chunkElems_, options_.count - within);
     return {base + (block * options_.count + within) * esz_, elems};
+  }
+
+  void allocatePackets(int rank, ir::BufferKind buffer) {
+    PacketArea& area = packets_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buffer)];
+    if (area.flags) return;
+    const auto collective = ir::collectiveOf(a_);
+    const std::size_t elems =
+        static_cast<std::size_t>(ir::oneSidedBufferChunks(a_, *collective, rank, buffer)) *
+        chunkElems_;
+    area.data.assign(elems * esz_, 0);
+    area.flags = std::make_unique<std::atomic<std::uint32_t>[]>(elems);
+  }
+
+  // The packets of chunk `index`: its values, its flags, and as many elements as its plain
+  // chunk holds.
+  struct PacketChunk {
+    std::uint8_t* data;
+    std::atomic<std::uint32_t>* flags;
+    std::size_t elems;
+  };
+  PacketChunk packetChunk(int rank, ir::BufferKind buffer, int index) {
+    PacketArea& area = packets_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buffer)];
+    const std::size_t first = static_cast<std::size_t>(index) * chunkElems_;
+    return {area.data.data() + first * esz_, area.flags.get() + first,
+            chunk(rank, buffer, index).second};
   }
 
   // Spins (yielding) until `ready` holds; throws TimeoutError past the deadline, CommError
@@ -190,7 +232,7 @@ class OneSidedRun {
           joinBarrier(rank, id, si, s);
           break;
         default:
-          moveData(rank, s);
+          moveData(rank, id, si, s);
           break;
       }
     }
@@ -233,18 +275,63 @@ class OneSidedRun {
         fmt::format("{} stopped: another threadblock failed", stepText(rank, tb, step, s)));
   }
 
-  // copy, reduce, put, get, getReduce: chunk by chunk between the two ranks' memory.
-  void moveData(int rank, const ir::Step& s) {
-    const int srcRank = ir::opRemoteOperand(s.op) == ir::RemoteOperand::src ? s.peer : rank;
-    const int dstRank = ir::opRemoteOperand(s.op) == ir::RemoteOperand::dst ? s.peer : rank;
+  // copy, reduce, put, get, getReduce: chunk by chunk between the two ranks' memory. A packet
+  // source is read element by element once its flag is set (unless raw: then value and flag
+  // are copied as they are); a packet destination gets each value, then its flag (release).
+  void moveData(int rank, int tb, int step, const ir::Step& s) {
+    const int srcRank = ir::srcOwner(rank, s);
+    const int dstRank = ir::dstOwner(rank, s);
     for (int i = 0; i < s.count; ++i) {
-      const auto [src, srcElems] = chunk(srcRank, s.srcBuffer, s.srcIndex + i);
-      const auto [dst, dstElems] = chunk(dstRank, s.dstBuffer, s.dstIndex + i);
+      PacketChunk srcPackets{}, dstPackets{};
+      std::uint8_t* src = nullptr;
+      std::uint8_t* dst = nullptr;
+      std::size_t srcElems = 0, dstElems = 0;
+      if (s.srcPackets) {
+        srcPackets = packetChunk(srcRank, s.srcBuffer, s.srcIndex + i);
+        src = srcPackets.data;
+        srcElems = srcPackets.elems;
+      } else {
+        std::tie(src, srcElems) = chunk(srcRank, s.srcBuffer, s.srcIndex + i);
+      }
+      if (s.dstPackets) {
+        dstPackets = packetChunk(dstRank, s.dstBuffer, s.dstIndex + i);
+        dst = dstPackets.data;
+        dstElems = dstPackets.elems;
+      } else {
+        std::tie(dst, dstElems) = chunk(dstRank, s.dstBuffer, s.dstIndex + i);
+      }
       const std::size_t elems = std::min(srcElems, dstElems);
-      if (ir::opReadsDst(s.op))
+      if (s.srcPackets && !s.rawPackets) {
+        std::size_t arrived = 0;
+        waitUntil(
+            [&] {
+              while (arrived < elems &&
+                     srcPackets.flags[arrived].load(std::memory_order_acquire) == 1)
+                ++arrived;
+              return arrived == elems;
+            },
+            rank, tb, step, s,
+            fmt::format("the packets of rank {}'s {}[{}]", srcRank, ir::bufferName(s.srcBuffer),
+                        s.srcIndex + i));
+      }
+      if (ir::opReadsDst(s.op)) {
         reduceElements(options_.type, options_.op, dst, dst, src, elems);
-      else if (src != dst)
+      } else if (s.rawPackets) {
+        for (std::size_t e = 0; e < std::min(srcPackets.elems, dstPackets.elems); ++e) {
+          const std::uint32_t flag = srcPackets.flags[e].load(std::memory_order_acquire);
+          std::memcpy(dst + e * esz_, src + e * esz_, esz_);
+          dstPackets.flags[e].store(flag, std::memory_order_release);
+        }
+        continue;
+      } else if (src != dst) {
         std::memmove(dst, src, elems * esz_);
+      }
+      // A chunk's packets are written whole: elements past the source's end (the last chunks
+      // of a buffer whose count does not divide evenly) get their flag too, as MSCCL++'s
+      // chunks of equal bytes would.
+      if (s.dstPackets)
+        for (std::size_t e = 0; e < dstPackets.elems; ++e)
+          dstPackets.flags[e].store(1, std::memory_order_release);
     }
   }
 
@@ -253,6 +340,7 @@ class OneSidedRun {
   std::vector<std::unique_ptr<RankBuffers>>& buffers_;
   std::size_t esz_ = 0, q_ = 1, chunkElems_ = 0;
   std::vector<std::vector<std::uint8_t>> scratch_;
+  std::vector<std::array<PacketArea, 3>> packets_;  // rank -> buffer kind
   std::vector<std::unique_ptr<std::atomic<std::uint64_t>[]>> tokens_, taken_;
   std::vector<std::unique_ptr<std::atomic<std::int64_t>[]>> semaphores_;
   std::vector<std::vector<int>> pairs_;
@@ -262,56 +350,18 @@ class OneSidedRun {
   Clock::time_point deadline_;
 };
 
-// What the runner needs of the plan's structure; the verifier's message is longer.
+// The plan's structure as the verifier checks it (ir/one_sided_structure.h): refused with the
+// first issue.
 void requireRunnable(const ir::Algorithm& algorithm) {
-  const auto collective = ir::collectiveOf(algorithm);
-  for (const auto& program : algorithm.ranks)
-    for (const auto& tb : program.threadblocks)
-      for (std::size_t i = 0; i < tb.steps.size(); ++i) {
-        const ir::Step& s = tb.steps[i];
-        const std::string where = stepText(program.rank, tb.id, static_cast<int>(i), s);
-        auto fail = [&](const std::string& why) {
-          throw PlanError(
-              fmt::format("plan '{}' cannot be run: {} {}; 'chorus verify' reports "
-                          "every such step",
-                          algorithm.name, where, why));
-        };
-        if (!ir::opIsOneSided(s.op) && s.op != ir::OpKind::copy && s.op != ir::OpKind::reduce &&
-            s.op != ir::OpKind::nop)
-          fail("is a two-sided op in a one-sided plan");
-        if (std::string issue =
-                ir::stepEndpointIssue(program, tb.id, static_cast<int>(i), algorithm.nranks);
-            !issue.empty())
-          fail("names a wrong peer or channel (" + issue + ")");
-        const bool onChannel = s.op == ir::OpKind::signal || s.op == ir::OpKind::wait ||
-                               s.op == ir::OpKind::relaxedSignal ||
-                               s.op == ir::OpKind::relaxedWait || s.op == ir::OpKind::flush;
-        if ((onChannel || s.channel >= 0) && ir::opTakesStepPeer(s.op) &&
-            (s.channel < 0 || s.channel >= static_cast<int>(program.channels.size()) ||
-             program.channels[static_cast<std::size_t>(s.channel)].peer != s.peer))
-          fail("names a channel its rank does not declare to that peer");
-        if ((s.op == ir::OpKind::semAcquire || s.op == ir::OpKind::semRelease) &&
-            s.channel >= static_cast<int>(program.semaphores.size()))
-          fail("names a semaphore its rank does not declare");
-        if (s.op == ir::OpKind::barrier &&
-            (s.count < 1 || s.count > static_cast<int>(program.threadblocks.size())))
-          fail("joins more threadblocks than its rank has");
-        if (ir::opMovesNoData(s.op)) continue;
-        auto inRange = [&](int owner, ir::BufferKind buffer, int index) {
-          const int limit = buffer == ir::BufferKind::input ? collective->inputChunks(owner)
-                            : buffer == ir::BufferKind::output
-                                ? collective->outputChunks(owner)
-                                : algorithm.ranks[static_cast<std::size_t>(owner)].scratchChunks;
-          return s.count >= 1 && index >= 0 && index + s.count <= limit;
-        };
-        const int srcRank =
-            ir::opRemoteOperand(s.op) == ir::RemoteOperand::src ? s.peer : program.rank;
-        const int dstRank =
-            ir::opRemoteOperand(s.op) == ir::RemoteOperand::dst ? s.peer : program.rank;
-        if (!inRange(srcRank, s.srcBuffer, s.srcIndex) ||
-            !inRange(dstRank, s.dstBuffer, s.dstIndex))
-          fail("moves chunks outside a buffer");
-      }
+  const std::vector<ir::OneSidedIssue> issues =
+      ir::findOneSidedIssues(algorithm, *ir::collectiveOf(algorithm));
+  if (issues.empty()) return;
+  const std::string more =
+      issues.size() > 1 ? fmt::format(" ({} more like it)", issues.size() - 1) : "";
+  throw PlanError(
+      fmt::format("plan '{}' cannot be run: {}{}; 'chorus verify' reports every such "
+                  "issue",
+                  algorithm.name, issues.front().message, more));
 }
 
 }  // namespace
@@ -328,13 +378,6 @@ RunReport runOneSidedOnThreads(const ir::Algorithm& algorithm, const RunOptions&
         fmt::format("'{}' is a one-sided plan, whose runner takes generated inputs "
                     "only for now",
                     algorithm.name));
-  if (static_cast<int>(algorithm.ranks.size()) != algorithm.nranks)
-    throw PlanError(fmt::format("plan '{}' declares {} ranks but has {} rank programs",
-                                algorithm.name, algorithm.nranks, algorithm.ranks.size()));
-  for (std::size_t r = 0; r < algorithm.ranks.size(); ++r)
-    if (algorithm.ranks[r].rank != static_cast<int>(r))
-      throw PlanError(fmt::format("plan '{}': rank program {} says it is rank {}", algorithm.name,
-                                  r, algorithm.ranks[r].rank));
   requireRunnable(algorithm);
   const int n = algorithm.nranks;
   std::vector<std::unique_ptr<RankBuffers>> buffers;

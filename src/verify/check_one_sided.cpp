@@ -1,14 +1,17 @@
 #include "verify/check_one_sided.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "ir/one_sided_structure.h"
 #include "ir/step_endpoints.h"
 
 namespace chorus::verify {
@@ -40,167 +43,14 @@ void tick(Clock& clock, int thread) {
   ++clock.exec[static_cast<std::size_t>(thread)];
 }
 
-bool isSyncOnChannel(ir::OpKind op) {
-  return op == ir::OpKind::signal || op == ir::OpKind::wait || op == ir::OpKind::relaxedSignal ||
-         op == ir::OpKind::relaxedWait || op == ir::OpKind::flush;
-}
-
-bool isLocalDataOrNop(ir::OpKind op) {
-  return op == ir::OpKind::copy || op == ir::OpKind::reduce || op == ir::OpKind::nop;
-}
-
-int bufferChunks(const ir::Algorithm& algorithm, const ir::Collective& collective, int rank,
-                 ir::BufferKind buffer) {
-  switch (buffer) {
-    case ir::BufferKind::input:
-      return collective.inputChunks(rank);
-    case ir::BufferKind::output:
-      return collective.outputChunks(rank);
-    case ir::BufferKind::scratch:
-      return algorithm.ranks[static_cast<std::size_t>(rank)].scratchChunks;
-  }
-  return 0;
-}
-
-// The rank whose memory the step's src (or dst) lies in.
-int srcOwner(int rank, const ir::Step& step) {
-  return ir::opRemoteOperand(step.op) == ir::RemoteOperand::src ? step.peer : rank;
-}
-int dstOwner(int rank, const ir::Step& step) {
-  return ir::opRemoteOperand(step.op) == ir::RemoteOperand::dst ? step.peer : rank;
-}
-
 }  // namespace one_sided
 
 bool checkOneSidedStructure(const ir::Algorithm& algorithm, const ir::Collective& collective,
                             FindingSink& sink) {
-  using namespace one_sided;
-  bool sound = true;
-  auto fail = [&](int rank, int tb, int step, std::string message) {
-    sound = false;
-    sink.add(FindingKind::malformed, rank, tb, step, std::move(message));
-  };
-  if (static_cast<int>(algorithm.ranks.size()) != algorithm.nranks) {
-    fail(-1, -1, -1,
-         fmt::format("'{}' declares {} ranks but has {} rank programs", algorithm.name,
-                     algorithm.nranks, algorithm.ranks.size()));
-    return false;
-  }
-  for (std::size_t r = 0; r < algorithm.ranks.size(); ++r)
-    if (algorithm.ranks[r].rank != static_cast<int>(r)) {
-      fail(-1, -1, -1,
-           fmt::format("rank program {} of '{}' says it is rank {}", r, algorithm.name,
-                       algorithm.ranks[r].rank));
-      return false;
-    }
-  const auto pairs = ir::pairChannels(algorithm);
-  for (const auto& program : algorithm.ranks) {
-    const int r = program.rank;
-    for (std::size_t c = 0; c < program.channels.size(); ++c) {
-      const int peer = program.channels[c].peer;
-      if (peer < 0 || peer >= algorithm.nranks || peer == r)
-        fail(r, -1, -1,
-             fmt::format("rank {} channel {} connects to rank {}, which is {}", r, c, peer,
-                         peer == r ? "its own rank" : "not a rank of this plan"));
-    }
-    if (!sound) continue;
-    for (const auto& tb : program.threadblocks) {
-      for (std::size_t s = 0; s < tb.steps.size(); ++s) {
-        const ir::Step& step = tb.steps[s];
-        const int si = static_cast<int>(s);
-        const std::string where =
-            fmt::format("{} ({})", describeStepRef(r, tb.id, si), ir::opName(step.op));
-        if (!ir::opIsOneSided(step.op) && !isLocalDataOrNop(step.op)) {
-          fail(r, tb.id, si,
-               fmt::format("{} is a two-sided op in a plan of one-sided ops; chorus verifies a "
-                           "plan in one model or the other, not both",
-                           where));
-          continue;
-        }
-        if (std::string issue = ir::stepEndpointIssue(program, tb.id, si, algorithm.nranks);
-            !issue.empty()) {
-          fail(r, tb.id, si, std::move(issue));
-          continue;
-        }
-        if (ir::opTakesStepPeer(step.op)) {
-          if (step.channel >= static_cast<int>(program.channels.size())) {
-            fail(r, tb.id, si,
-                 fmt::format("{} names channel {}, but rank {} has {} channel(s)", where,
-                             step.channel, r, program.channels.size()));
-            continue;
-          }
-          if (step.channel < 0 && isSyncOnChannel(step.op)) {
-            fail(r, tb.id, si,
-                 fmt::format("{} names no channel; it signals or waits on one", where));
-            continue;
-          }
-          if (step.channel >= 0) {
-            const ir::Channel& channel = program.channels[static_cast<std::size_t>(step.channel)];
-            if (channel.peer != step.peer) {
-              fail(r, tb.id, si,
-                   fmt::format("{} names peer {}, but its channel {} connects to rank {}", where,
-                               step.peer, step.channel, channel.peer));
-              continue;
-            }
-            if (step.op == ir::OpKind::flush && channel.type != ir::ChannelType::port) {
-              fail(r, tb.id, si,
-                   fmt::format("{} flushes channel {}, a memory channel; only port channels "
-                               "have puts in flight to flush",
-                               where, step.channel));
-              continue;
-            }
-            if (isSyncOnChannel(step.op) && step.op != ir::OpKind::flush &&
-                pairs[static_cast<std::size_t>(r)][static_cast<std::size_t>(step.channel)] < 0) {
-              fail(r, tb.id, si,
-                   fmt::format("{} uses channel {} ({} channel to rank {}), which has no "
-                               "counterpart on rank {}: the k-th {} channel from rank {} to rank "
-                               "{} pairs with the k-th from rank {} to rank {}, and rank {} "
-                               "declares fewer; add the channel on rank {}",
-                               where, step.channel, ir::channelTypeName(channel.type), step.peer,
-                               step.peer, ir::channelTypeName(channel.type), r, step.peer,
-                               step.peer, r, step.peer, step.peer));
-              continue;
-            }
-          }
-        }
-        if (step.op == ir::OpKind::barrier &&
-            (step.count < 1 || step.count > static_cast<int>(program.threadblocks.size()))) {
-          fail(r, tb.id, si,
-               fmt::format("{} joins {} threadblocks, but rank {} has {}", where, step.count, r,
-                           program.threadblocks.size()));
-          continue;
-        }
-        if ((step.op == ir::OpKind::semAcquire || step.op == ir::OpKind::semRelease) &&
-            step.channel >= static_cast<int>(program.semaphores.size())) {
-          fail(r, tb.id, si,
-               fmt::format("{} names semaphore {}, but rank {} has {}", where, step.channel, r,
-                           program.semaphores.size()));
-          continue;
-        }
-        if (ir::opMovesNoData(step.op)) continue;
-        if (step.count < 1) {
-          fail(r, tb.id, si,
-               fmt::format("{} moves {} chunks; a step moves at least one", where, step.count));
-          continue;
-        }
-        auto checkRange = [&](const char* role, int owner, ir::BufferKind buffer, int index) {
-          const int limit = bufferChunks(algorithm, collective, owner, buffer);
-          if (index >= 0 && index + step.count <= limit) return true;
-          fail(r, tb.id, si,
-               fmt::format("{} {} {} lies outside rank {}'s {} buffer ({} chunks for {})", where,
-                           role, describeRange(buffer, index, step.count), owner,
-                           ir::bufferName(buffer), limit, collective.name()));
-          return false;
-        };
-        if (ir::opReadsSrc(step.op) &&
-            !checkRange("reads", srcOwner(r, step), step.srcBuffer, step.srcIndex))
-          continue;
-        if (ir::opWritesDst(step.op))
-          checkRange("writes", dstOwner(r, step), step.dstBuffer, step.dstIndex);
-      }
-    }
-  }
-  return sound;
+  const std::vector<ir::OneSidedIssue> issues = ir::findOneSidedIssues(algorithm, collective);
+  for (const auto& issue : issues)
+    sink.add(FindingKind::malformed, issue.rank, issue.tb, issue.step, issue.message);
+  return issues.empty();
 }
 
 namespace one_sided {
@@ -214,6 +64,18 @@ struct Access {
 struct SlotState {
   Access write;
   std::vector<Access> reads;  // since the last write, latest per thread
+};
+
+// The LL packets of one chunk: written at most once per launch (MSCCL++'s packets carry the
+// launch's flag, so a second write in one launch leaves readers with either value).
+struct PacketSlot {
+  int rank = 0;
+  ir::BufferKind buffer = ir::BufferKind::scratch;
+  int index = 0;
+  bool written = false;
+  ir::ChunkValue value;
+  std::shared_ptr<const Clock> clock;  // the writer's clock when it wrote
+  Access write;
 };
 
 struct Token {
@@ -257,6 +119,25 @@ class OneSidedRun {
   void reportBlocked(int g);
   void reportUnbalanced();
   void reportUnfinishedRemoteAccesses();
+  void initPackets();
+  PacketSlot& packet(int rank, ir::BufferKind buffer, int index) {
+    return packets_[static_cast<std::size_t>(
+        packetBase_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buffer)] + index)];
+  }
+  // The first packet slot the step waits for that nobody wrote yet, or nullptr.
+  const PacketSlot* missingPacket(int rank, const ir::Step& step) {
+    if (!step.srcPackets || step.rawPackets) return nullptr;
+    for (int i = 0; i < step.count; ++i) {
+      const PacketSlot& slot = packet(ir::srcOwner(rank, step), step.srcBuffer, step.srcIndex + i);
+      if (!slot.written) return &slot;
+    }
+    return nullptr;
+  }
+  void moveData(int g, int thread, Clock& clock, int node);
+  static std::string packetText(const PacketSlot& slot) {
+    return fmt::format("rank {}'s packets of {}[{}]", slot.rank, ir::bufferName(slot.buffer),
+                       slot.index);
+  }
   std::string slotText(int slot) const {
     return fmt::format("rank {}'s {}", model_.slotRank[static_cast<std::size_t>(slot)],
                        model_.slotName(slot));
@@ -274,6 +155,8 @@ class OneSidedRun {
   std::vector<TbState> tbs_;
   std::vector<ir::ChunkValue> values_;
   std::vector<SlotState> slots_;
+  std::vector<PacketSlot> packets_;
+  std::vector<std::array<int, 3>> packetBase_;           // rank -> buffer -> its first packet slot
   std::vector<std::vector<std::vector<Token>>> tokens_;  // rank -> channel -> received
   std::vector<std::vector<std::size_t>> taken_;          // rank -> channel -> waits done
   std::vector<std::vector<int>> pairs_;
@@ -428,47 +311,106 @@ bool OneSidedRun::stepOnce(int g) {
       tick(tb.sub, thread);
       break;
     }
-    default: {  // data: copy, reduce, put, get, getReduce
-      tick(clock, thread);
-      const int from = srcOwner(rank, step);
-      const int to = dstOwner(rank, step);
-      std::vector<ir::ChunkValue> result(static_cast<std::size_t>(step.count));
-      for (int i = 0; i < step.count; ++i) {
-        const int src = model_.slotOf(from, step.srcBuffer, step.srcIndex + i);
-        touch(src, thread, clock, node, false);
-        ir::ChunkValue value = values_[static_cast<std::size_t>(src)];
-        if (!value.initialized() && reportedNodes_.insert(node).second && !sink_.full())
-          sink_.add(FindingKind::uninitialized, rank, info.tb, tb.pc,
-                    fmt::format("{} reads {}, which holds no value at that point", nodeText(node),
-                                slotText(src)));
-        if (ir::opReadsDst(step.op)) {
-          const int dst = model_.slotOf(to, step.dstBuffer, step.dstIndex + i);
-          touch(dst, thread, clock, node, false);
-          const ir::ChunkValue& old = values_[static_cast<std::size_t>(dst)];
-          // An uninitialized operand (reported above or by its own read) poisons the result.
-          value = old.initialized() && value.initialized() ? ir::ChunkValue::reduce(old, value)
-                                                           : ir::ChunkValue();
-        }
-        result[static_cast<std::size_t>(i)] = std::move(value);
-      }
-      for (int i = 0; i < step.count; ++i) {
-        const int dst = model_.slotOf(to, step.dstBuffer, step.dstIndex + i);
-        touch(dst, thread, clock, node, true);
-        values_[static_cast<std::size_t>(dst)] = std::move(result[static_cast<std::size_t>(i)]);
-        if (options_.checkWritesInput && !algorithm_.inPlace &&
-            model_.slotLocation[static_cast<std::size_t>(dst)].buffer == ir::BufferKind::input &&
-            reportedNodes_.insert(-1 - node).second && !sink_.full())
-          sink_.add(FindingKind::writesInput, rank, info.tb, tb.pc,
-                    fmt::format("{} writes {}, the input of an out-of-place plan (the caller's "
-                                "send buffer, which a collective leaves unchanged); write to "
-                                "output or scratch instead",
-                                nodeText(node), slotText(dst)));
-      }
+    default:  // data: copy, reduce, put, get, getReduce
+      if (missingPacket(rank, step)) return false;
+      moveData(g, thread, clock, node);
       break;
-    }
   }
   ++tb.pc;
   return true;
+}
+
+void OneSidedRun::moveData(int g, int thread, Clock& clock, int node) {
+  const TbInfo& info = model_.tbs[static_cast<std::size_t>(g)];
+  const int rank = info.rank;
+  const int pc = tbs_[static_cast<std::size_t>(g)].pc;
+  const ir::Step& step = model_.threadblock(g).steps[static_cast<std::size_t>(pc)];
+  const int from = ir::srcOwner(rank, step);
+  const int to = ir::dstOwner(rank, step);
+  // A packet read waits for every packet of this launch and so acquires what each writer saw.
+  if (step.srcPackets && !step.rawPackets)
+    for (int i = 0; i < step.count; ++i)
+      joinInto(clock, *packet(from, step.srcBuffer, step.srcIndex + i).clock);
+  tick(clock, thread);
+  std::vector<ir::ChunkValue> result(static_cast<std::size_t>(step.count));
+  for (int i = 0; i < step.count; ++i) {
+    ir::ChunkValue value;
+    std::string source;
+    if (step.srcPackets) {
+      const PacketSlot& slot = packet(from, step.srcBuffer, step.srcIndex + i);
+      source = packetText(slot);
+      const bool ordered =
+          slot.written &&
+          (slot.write.thread == thread ||
+           clock.data[static_cast<std::size_t>(slot.write.thread)] >= slot.write.time);
+      if (step.rawPackets && !ordered && options_.checkRaces && !sink_.full() &&
+          reportedNodes_.insert(node).second)
+        sink_.add(FindingKind::race, rank, info.tb, pc,
+                  fmt::format("{} copies {} as they are, but {}: the proxy may copy packets "
+                              "without this launch's flag, and rank {}'s reader then spins "
+                              "forever; wait for the packets first (rppkt) or order their "
+                              "writer before this put",
+                              nodeText(node), source,
+                              slot.written ? fmt::format("their write ({}) is not ordered before "
+                                                         "it",
+                                                         nodeText(slot.write.node))
+                                           : std::string("nothing has written them yet"),
+                              step.peer));
+      if (slot.written) value = slot.value;
+    } else {
+      const int src = model_.slotOf(from, step.srcBuffer, step.srcIndex + i);
+      touch(src, thread, clock, node, false);
+      value = values_[static_cast<std::size_t>(src)];
+      source = slotText(src);
+    }
+    if (!value.initialized() && reportedNodes_.insert(node).second && !sink_.full())
+      sink_.add(
+          FindingKind::uninitialized, rank, info.tb, pc,
+          fmt::format("{} reads {}, which holds no value at that point", nodeText(node), source));
+    if (ir::opReadsDst(step.op)) {
+      const int dst = model_.slotOf(to, step.dstBuffer, step.dstIndex + i);
+      touch(dst, thread, clock, node, false);
+      const ir::ChunkValue& old = values_[static_cast<std::size_t>(dst)];
+      // An uninitialized operand (reported above or by its own read) poisons the result.
+      value = old.initialized() && value.initialized() ? ir::ChunkValue::reduce(old, value)
+                                                       : ir::ChunkValue();
+    }
+    result[static_cast<std::size_t>(i)] = std::move(value);
+  }
+  std::shared_ptr<const Clock> written;  // one copy of the clock for every packet written
+  for (int i = 0; i < step.count; ++i) {
+    const int index = step.dstIndex + i;
+    std::string target;
+    if (step.dstPackets) {
+      PacketSlot& slot = packet(to, step.dstBuffer, index);
+      if (slot.written && options_.checkRaces && !sink_.full() &&
+          reportedRaces_.insert({slot.write.node, node}).second)
+        sink_.add(FindingKind::race, rank, info.tb, pc,
+                  fmt::format("{} writes {}, which {} already wrote in this launch: packets "
+                              "carry one flag per launch, so a reader gets either value; write "
+                              "each packet once per launch",
+                              nodeText(node), packetText(slot), nodeText(slot.write.node)));
+      if (!written) written = std::make_shared<const Clock>(clock);
+      slot.written = true;
+      slot.value = std::move(result[static_cast<std::size_t>(i)]);
+      slot.clock = written;
+      slot.write = {thread, clock.data[static_cast<std::size_t>(thread)], node};
+      target = packetText(slot);
+    } else {
+      const int dst = model_.slotOf(to, step.dstBuffer, index);
+      touch(dst, thread, clock, node, true);
+      values_[static_cast<std::size_t>(dst)] = std::move(result[static_cast<std::size_t>(i)]);
+      target = slotText(dst);
+    }
+    if (options_.checkWritesInput && !algorithm_.inPlace &&
+        step.dstBuffer == ir::BufferKind::input && reportedNodes_.insert(-1 - node).second &&
+        !sink_.full())
+      sink_.add(FindingKind::writesInput, rank, info.tb, pc,
+                fmt::format("{} writes {}, the input of an out-of-place plan (the caller's "
+                            "send buffer, which a collective leaves unchanged); write to output "
+                            "or scratch instead",
+                            nodeText(node), target));
+  }
 }
 
 void OneSidedRun::reportBlocked(int g) {
@@ -478,7 +420,12 @@ void OneSidedRun::reportBlocked(int g) {
   const int node = model_.nodeOf(g, tb.pc);
   const auto r = static_cast<std::size_t>(info.rank);
   std::string why;
-  if (step.op == ir::OpKind::wait || step.op == ir::OpKind::relaxedWait) {
+  if (const PacketSlot* missing = missingPacket(info.rank, step)) {
+    why = fmt::format(
+        "it reads {}, which no step writes in this launch (a packet read spins until the packet "
+        "carries the launch's flag); write those packets first, or read the plain data",
+        packetText(*missing));
+  } else if (step.op == ir::OpKind::wait || step.op == ir::OpKind::relaxedWait) {
     const auto c = static_cast<std::size_t>(step.channel);
     why = fmt::format(
         "it is wait number {} on channel {}, but rank {} signals the paired channel {} only {} "
@@ -551,6 +498,42 @@ void OneSidedRun::reportUnfinishedRemoteAccesses() {
     for (const Access& read : slots_[slot].reads)
       check(static_cast<int>(slot), read, false);
   }
+  for (const PacketSlot& slot : packets_) {
+    const Access& write = slot.write;
+    if (!slot.written || sink_.full()) continue;
+    const TbInfo& by = model_.tbs[static_cast<std::size_t>(write.thread / 2)];
+    if (by.rank == slot.rank ||
+        ends[static_cast<std::size_t>(slot.rank)].data[static_cast<std::size_t>(write.thread)] >=
+            write.time ||
+        !reported.insert(write.node).second)
+      continue;
+    sink_.add(FindingKind::race, by.rank, by.tb, model_.stepOf(write.node),
+              fmt::format("{} writes {}, which rank {} never reads in this launch, so nothing "
+                          "orders the write before that rank's launch ends and the caller "
+                          "reuses the buffer; read the packets, or drop the write",
+                          nodeText(write.node), packetText(slot), slot.rank));
+  }
+}
+
+void OneSidedRun::initPackets() {
+  packetBase_.resize(algorithm_.ranks.size());
+  bool anyPackets = false;
+  for (const auto& program : algorithm_.ranks)
+    for (const auto& tb : program.threadblocks)
+      for (const auto& step : tb.steps)
+        anyPackets = anyPackets || step.srcPackets || step.dstPackets;
+  if (!anyPackets) return;
+  const ir::Collective& collective = *model_.collective;
+  int next = 0;
+  for (const auto& program : algorithm_.ranks)
+    for (int b = 0; b < 3; ++b) {
+      const auto buffer = static_cast<ir::BufferKind>(b);
+      packetBase_[static_cast<std::size_t>(program.rank)][static_cast<std::size_t>(b)] = next;
+      const int chunks = ir::oneSidedBufferChunks(algorithm_, collective, program.rank, buffer);
+      for (int i = 0; i < chunks; ++i)
+        packets_.push_back({program.rank, buffer, i, false, {}, nullptr, {}});
+      next += chunks;
+    }
 }
 
 OneSidedResult OneSidedRun::run() {
@@ -568,6 +551,7 @@ OneSidedResult OneSidedRun::run() {
       values_[static_cast<std::size_t>(model_.inputSlot[static_cast<std::size_t>(r)][i])] =
           model_.collective->initialInput(r, static_cast<int>(i));
   pairs_ = ir::pairChannels(algorithm_);
+  initPackets();
   tokens_.resize(algorithm_.ranks.size());
   taken_.resize(algorithm_.ranks.size());
   barriers_.resize(algorithm_.ranks.size());

@@ -39,9 +39,16 @@ std::string describeStepRef(int rank, int tb, int step) {
 namespace {
 
 // One-sided ops name their peer, channel, barrier or semaphore on the step itself.
+// "input[0..2)", or "packets of scratch[1]" for an LL packet operand.
+std::string describeOperand(ir::BufferKind buffer, int index, int count, bool packets) {
+  return (packets ? "packets of " : "") + describeRange(buffer, index, count);
+}
+
 std::string describeOneSidedOp(const ir::Step& step) {
-  const std::string src = describeRange(step.srcBuffer, step.srcIndex, step.count);
-  const std::string dst = describeRange(step.dstBuffer, step.dstIndex, step.count);
+  const std::string src =
+      describeOperand(step.srcBuffer, step.srcIndex, step.count, step.srcPackets);
+  const std::string dst =
+      describeOperand(step.dstBuffer, step.dstIndex, step.count, step.dstPackets);
   const std::string channel =
       step.channel >= 0 ? fmt::format(" on channel {}", step.channel) : std::string();
   switch (step.op) {
@@ -59,6 +66,10 @@ std::string describeOneSidedOp(const ir::Step& step) {
       return fmt::format("{} for rank {}{}", ir::opName(step.op), step.peer, channel);
     case ir::OpKind::barrier:
       return fmt::format("barrier {} ({} threadblocks)", step.channel, step.count);
+    case ir::OpKind::copy:
+      return fmt::format("copy {} to {}", src, dst);
+    case ir::OpKind::reduce:
+      return fmt::format("reduce {} into {}", src, dst);
     default:
       return fmt::format("{} semaphore {}", ir::opName(step.op), step.channel);
   }
@@ -67,7 +78,8 @@ std::string describeOneSidedOp(const ir::Step& step) {
 }  // namespace
 
 std::string describeOp(const ir::Threadblock& tb, const ir::Step& step) {
-  if (ir::opIsOneSided(step.op)) return describeOneSidedOp(step);
+  if (ir::opIsOneSided(step.op) || step.srcPackets || step.dstPackets)
+    return describeOneSidedOp(step);
   const ir::OpSemantics& row = ir::opSemantics(step.op);
   const std::string src = describeRange(step.srcBuffer, step.srcIndex, step.count);
   const std::string dst = describeRange(step.dstBuffer, step.dstIndex, step.count);

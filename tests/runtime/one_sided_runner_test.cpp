@@ -55,6 +55,42 @@ TEST(OneSidedRunner, HandWrittenPlansRunExactly) {
   }
 }
 
+TEST(OneSidedRunner, PacketPlansRunExactly) {
+  for (int n : {2, 3, 4}) {
+    for (std::size_t count : {std::size_t{1000}, std::size_t{4096}}) {
+      SCOPED_TRACE(testing::Message() << n << " ranks, count " << count);
+      const RunReport allreduce =
+          runOnThreads(planOf(plans::packetAllReduce(n)), optionsFor(count, DataType::float32));
+      EXPECT_TRUE(allreduce.ok()) << allreduce.firstWrong;
+      EXPECT_EQ(allreduce.checkedElements, static_cast<std::size_t>(n) * count);
+      RunOptions options = optionsFor(count, DataType::int32);
+      options.iterations = 2;  // packets start unwritten in every launch
+      const RunReport allgather = runOnThreads(planOf(plans::portPacketAllGather(n)), options);
+      EXPECT_TRUE(allgather.ok()) << allgather.firstWrong;
+    }
+  }
+}
+
+TEST(OneSidedRunner, AMissingPacketTimesOutNamingIt) {
+  nlohmann::json plan = plans::packetAllReduce(2);
+  plan["gpus"][1]["threadblocks"][0]["ops"][0]["dst_buff"][0]["index"] = 0;
+  plan["gpus"][1]["threadblocks"][0]["ops"][0]["src_buff"][0]["index"] = 1;
+  RunOptions options = optionsFor(64, DataType::float32);
+  options.timeout = std::chrono::milliseconds(300);
+  try {
+    runOnThreads(planOf(plan), options);
+    FAIL() << "the missing packets went unnoticed";
+  } catch (const TimeoutError& error) {
+    // Rank 0 waits for packets that never come, and rank 1 then for rank 0's sum: either
+    // timeout may come first.
+    EXPECT_THAT(error.what(),
+                ::testing::AnyOf(HasSubstr("rank 0 tb 0 step 1 (reduce) waited 0 s for the "
+                                           "packets of rank 0's scratch[1]"),
+                                 HasSubstr("rank 1 tb 0 step 3 (copy) waited 0 s for the packets "
+                                           "of rank 1's scratch[2]")));
+  }
+}
+
 TEST(OneSidedRunner, OtherOperatorsRunToo) {
   RunOptions options = optionsFor(512, DataType::int32);
   options.op = ReduceOp::max;

@@ -136,6 +136,98 @@ TEST(MscclppPlan, OpsBecomeSteps) {
   EXPECT_EQ(sync[1].peer, -1);
 }
 
+TEST(MscclppPlan, PacketOpsBecomeStepsOnPackets) {
+  // cpkt then upkt: copies into and out of packets; upkt reads scratch whatever its type says.
+  const std::vector<Step> copies =
+      stepsOf({{{"name", "cpkt"}, {"src_buff", {local("i", 0)}}, {"dst_buff", {local("s", 1)}}},
+               {{"name", "upkt"}, {"src_buff", {local("o", 1)}}, {"dst_buff", {local("o", 0)}}}});
+  ASSERT_EQ(copies.size(), 2u);
+  EXPECT_EQ(copies[0].op, OpKind::copy);
+  EXPECT_TRUE(copies[0].dstPackets);
+  EXPECT_FALSE(copies[0].srcPackets);
+  EXPECT_EQ(copies[1].op, OpKind::copy);
+  EXPECT_TRUE(copies[1].srcPackets);
+  EXPECT_EQ(copies[1].srcBuffer, BufferKind::scratch);
+
+  // ppkt: plain data into the peer's packets on a memory channel; packets copied as they are
+  // on a port channel; rppkt forwards packets after waiting for them.
+  const std::vector<Step> puts = stepsOf({{{"name", "ppkt"},
+                                           {"channel_type", "memory"},
+                                           {"src_buff", {local("i", 0)}},
+                                           {"dst_buff", {remote(0, 1)}}},
+                                          {{"name", "ppkt"},
+                                           {"channel_type", "port"},
+                                           {"channel_ids", {0}},
+                                           {"src_buff", {local("s", 0)}},
+                                           {"dst_buff", {remote(0, 1)}}},
+                                          {{"name", "rppkt"},
+                                           {"channel_type", "memory"},
+                                           {"src_buff", {local("s", 0)}},
+                                           {"dst_buff", {remote(0, 0)}}}});
+  ASSERT_EQ(puts.size(), 3u);
+  EXPECT_EQ(puts[0].op, OpKind::put);
+  EXPECT_FALSE(puts[0].srcPackets);
+  EXPECT_TRUE(puts[0].dstPackets);
+  EXPECT_EQ(puts[0].channel, -1);
+  EXPECT_TRUE(puts[1].srcPackets && puts[1].dstPackets && puts[1].rawPackets);
+  EXPECT_EQ(puts[1].channel, 1);
+  EXPECT_TRUE(puts[2].srcPackets && puts[2].dstPackets);
+  EXPECT_FALSE(puts[2].rawPackets);
+
+  // recspkt: dst[0] = src[0] + packets of src[1], copied as packets to dst[1] and put as
+  // packets to the remote dst[2].
+  const std::vector<Step> reduce =
+      stepsOf({{{"name", "recspkt"},
+                {"channel_type", "memory"},
+                {"src_buff", {local("i", 0), local("s", 0)}},
+                {"dst_buff", {local("o", 0), local("s", 1), remote(0, 1)}},
+                {"reduce_op", "sum"}}});
+  ASSERT_EQ(reduce.size(), 4u);
+  EXPECT_EQ(reduce[0].op, OpKind::copy);
+  EXPECT_EQ(reduce[1].op, OpKind::reduce);
+  EXPECT_TRUE(reduce[1].srcPackets);
+  EXPECT_EQ(reduce[1].dstBuffer, BufferKind::output);
+  EXPECT_EQ(reduce[2].op, OpKind::copy);
+  EXPECT_TRUE(reduce[2].dstPackets);
+  EXPECT_EQ(reduce[3].op, OpKind::put);
+  EXPECT_TRUE(reduce[3].dstPackets);
+  EXPECT_EQ(reduce[3].peer, 1);
+
+  EXPECT_THAT(errorOf(planWithOps({{{"name", "respkt"},
+                                    {"channel_type", "port"},
+                                    {"src_buff", {local("i", 0), local("s", 0)}},
+                                    {"dst_buff", {local("i", 0), remote(0, 0)}}}})),
+              HasSubstr("(respkt): writes peer memory directly: needs \"channel_type\": "
+                        "\"memory\""));
+  EXPECT_THAT(
+      errorOf(planWithOps(
+          {{{"name", "upkt"}, {"src_buff", {local("s", 0)}}, {"dst_buff", {local("i", 0, 2)}}}})),
+      HasSubstr("(upkt): needs src_buff and dst_buff entries of one size"));
+}
+
+TEST(MscclppPlan, NoWrittenFormatDropsPackets) {
+  // A plan of packet copies only has no channels, but no format chorus writes holds packets.
+  json plan = planWithOps(
+      {{{"name", "cpkt"}, {"src_buff", {local("i", 0)}}, {"dst_buff", {local("s", 1)}}}});
+  for (json& gpu : plan["gpus"]) {
+    gpu["channels"] = json::array();
+    gpu["remote_buffers"] = json::array();
+    gpu.erase("semaphores");
+    gpu["threadblocks"][0]["channels"] = json::array();
+    gpu["threadblocks"][0].erase("remote_buffer_refs");
+  }
+  const Algorithm a = readMscclppPlan(plan.dump(), "p.json");
+  for (Format format : {Format::xml, Format::json, Format::text}) {
+    try {
+      writeAlgorithm(a, format);
+      ADD_FAILURE() << "the packets were dropped";
+    } catch (const FormatLimitError& error) {
+      EXPECT_THAT(error.what(), HasSubstr("rank 0 tb 0 step 0 (copy) moves LL packets (an "
+                                          "MSCCL++ LL plan), which that format does not hold"));
+    }
+  }
+}
+
 TEST(MscclppPlan, ThreadblockGroupsScaleChunks) {
   const Algorithm a = readMscclppPlan(planWithOps({{{"name", "copy"},
                                                     {"src_buff", {local("i", 0, 2)}},
@@ -151,9 +243,9 @@ TEST(MscclppPlan, ThreadblockGroupsScaleChunks) {
 }
 
 TEST(MscclppPlan, RefusesWhatChorusDoesNotModelByName) {
-  EXPECT_THAT(errorOf(planWithOps({{{"name", "ppkt"}}})),
+  EXPECT_THAT(errorOf(planWithOps({{{"name", "gstorepkt"}}})),
               HasSubstr("p.json: MSCCL++ execution plan: plan.gpus[0].threadblocks[0].ops[0] "
-                        "(ppkt): LL packet operations are not modelled by chorus yet"));
+                        "(gstorepkt): NVLS switch operations need NVLink SHARP multicast"));
   EXPECT_THAT(errorOf(planWithOps({{{"name", "glres"}}})),
               HasSubstr("(glres): NVLS switch operations need NVLink SHARP multicast hardware"));
   EXPECT_THAT(errorOf(planWithOps({{{"name", "pipeline"}}})),

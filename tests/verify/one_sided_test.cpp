@@ -17,7 +17,9 @@ namespace chorus::verify {
 namespace {
 
 using chorus::testing_support::mscclpp_plans::handOff;
+using chorus::testing_support::mscclpp_plans::packetAllReduce;
 using chorus::testing_support::mscclpp_plans::portAllGather;
+using chorus::testing_support::mscclpp_plans::portPacketAllGather;
 using chorus::testing_support::mscclpp_plans::twoPhaseAllReduce;
 using nlohmann::json;
 using ::testing::HasSubstr;
@@ -200,6 +202,45 @@ TEST(OneSidedVerify, UnpairedChannelIsMalformed) {
   EXPECT_THAT(report.describe(),
               HasSubstr("malformed: rank 0 tb 0 step 2 (signal) uses channel 0 (memory channel "
                         "to rank 1), which has no counterpart on rank 1"));
+}
+
+TEST(OneSidedVerify, PacketPlansAreCleanAndTheirMutantsAreFound) {
+  for (int n : {2, 3, 4}) {
+    SCOPED_TRACE(n);
+    const VerifyReport allreduce = verifyPlan(packetAllReduce(n));
+    EXPECT_TRUE(allreduce.ok()) << allreduce.describe();
+    EXPECT_TRUE(allreduce.postconditionChecked);
+    const VerifyReport allgather = verifyPlan(portPacketAllGather(n));
+    EXPECT_TRUE(allgather.ok()) << allgather.describe();
+  }
+  // Rank 1 no longer puts its chunk 0 into rank 0's packets: rank 0's reduce spins forever.
+  json dropped = packetAllReduce(3);
+  opsOf(dropped, 1)[0]["src_buff"].erase(0);
+  opsOf(dropped, 1)[0]["dst_buff"].erase(0);
+  EXPECT_THAT(verifyPlan(dropped).describe(),
+              HasSubstr("deadlock: rank 0 tb 0 step 2 (reduce packets of scratch[1] into "
+                        "input[0]) never completes: it reads rank 0's packets of scratch[1], "
+                        "which no step writes in this launch"));
+  // Rank 2 puts its chunk 0 into the packets rank 1 already wrote: two writes in one launch.
+  json twice = packetAllReduce(3);
+  opsOf(twice, 2)[0]["dst_buff"][0]["index"] = 1;
+  EXPECT_THAT(verifyPlan(twice).describe(),
+              HasSubstr("already wrote in this launch: packets carry one flag per launch"));
+  // Without the nop, the proxy may copy the packets before every thread has written them.
+  json early = portPacketAllGather(2);
+  opsOf(early, 0).erase(2);
+  EXPECT_THAT(verifyPlan(early).describe(),
+              HasSubstr("copies rank 0's packets of scratch[2] as they are, but their write "
+                        "(rank 0 tb 0 step 1"));
+  // A packet read of a chunk whose bytes also hold plain data is refused.
+  json overlap = packetAllReduce(2);
+  opsOf(overlap, 0)
+      .push_back({{"name", "copy"},
+                  {"src_buff", {{{"type", "i"}, {"index", 0}, {"size", 1}}}},
+                  {"dst_buff", {{{"type", "s"}, {"index", 3}, {"size", 1}}}}});
+  EXPECT_THAT(verifyPlan(overlap).describe(),
+              HasSubstr("malformed: rank 0's scratch chunk 3 is used as plain data, and its "
+                        "bytes also hold the LL packets of chunk 1"));
 }
 
 }  // namespace
