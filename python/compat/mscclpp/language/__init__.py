@@ -1,0 +1,3 @@
+"""MSCCL++'s DSL on chorus (see the ``mscclpp`` package docstring)."""
+
+from .utils import *  # noqa: F401,F403  (AlgoSpec, ReplicationPolicy, as MSCCL++ exports them)

@@ -1,0 +1,1 @@
+"""Internals of the ``mscclpp`` compatibility package: state, operations, post-processing."""
