@@ -15,6 +15,7 @@
 #include "ir/json_format.h"
 #include "ir/msccl_xml.h"
 #include "ir/mscclpp_plan.h"
+#include "ir/mscclpp_plan_writer.h"
 #include "ir/text_format.h"
 #include "support/error.h"
 
@@ -356,6 +357,7 @@ std::optional<Format> parseFormatName(std::string_view name) {
   if (l == "json") return Format::json;
   if (l == "text" || l == "txt") return Format::text;
   if (l == "dot") return Format::dot;
+  if (l == "mscclpp-json") return Format::mscclppJson;
   return std::nullopt;
 }
 
@@ -398,6 +400,8 @@ std::string_view writtenFormatName(Format format) {
       return "chorus JSON";
     case Format::text:
       return "chorus text";
+    case Format::mscclppJson:
+      return "MSCCL++ JSON";
     case Format::dot:
       break;
   }
@@ -437,6 +441,8 @@ std::string writeAlgorithm(const Algorithm& algorithm, Format format,
       return printText(algorithm);
     case Format::dot:
       return writeDot(algorithm);
+    case Format::mscclppJson:
+      return writeMscclppPlan(algorithm);
   }
   return {};
 }

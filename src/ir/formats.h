@@ -12,9 +12,12 @@
 
 namespace chorus::ir {
 
-enum class Format { xml, json, text, dot };
+// mscclppJson: MSCCL++'s execution-plan JSON (ir/mscclpp_plan_writer.h; written, and read by
+// readAlgorithms like every format chorus detects).
+enum class Format { xml, json, text, dot, mscclppJson };
 
-// "xml", "json", "text" (or "txt"), "dot"; case-insensitive. nullopt for anything else.
+// "xml", "json", "text" (or "txt"), "dot", "mscclpp-json"; case-insensitive. nullopt for
+// anything else.
 std::optional<Format> parseFormatName(std::string_view name);
 
 // Which format `text` is in, judged by its content with an ordered table of probes: "MSCCL XML"

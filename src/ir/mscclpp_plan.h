@@ -16,11 +16,12 @@ namespace chorus::ir {
 //   puts, as the executor runs them); get → one get per entry; re → copy + reduce per extra
 //   source; rre → copy + getReduce per remote source; res/rres → the same, then a put of the
 //   result per remote destination; signal/wait/rlxsignal/rlxwait/flush → one step per channel;
-//   sem_acquire/sem_release → one step per semaphore; barrier → barrier; nop → nop.
+//   sem_acquire/sem_release → one step per semaphore; barrier → barrier; nop → nop; the LL
+//   packet ops → copies, reduces and puts with packet operands (Step::srcPackets, dstPackets).
 // Thread-block groups (tbg_info) cut each entry into tbg_size slices: chunk counts are scaled
 // by the least common multiple of the group sizes so that every slice is whole chunks.
 // Throws ParseError naming `sourceName` and the JSON path of what is wrong; ops chorus does not
-// model (LL packet ops, pipelines) or cannot run (NVLS switch ops) are refused by name.
+// model (pipelines) or cannot run (NVLS switch ops) are refused by name.
 Algorithm readMscclppPlan(std::string_view text, const std::string& sourceName);
 
 }  // namespace chorus::ir

@@ -112,4 +112,22 @@ TEST(StepEndpointsCli, MscclppPlanIsReadVerifiedAndRunOnThreads) {
   EXPECT_THAT(simulate.output, HasSubstr("(put) is a one-sided operation"));
 }
 
+TEST(StepEndpointsCli, CompiledPlanIsWrittenAsMscclppJsonVerifiedAndRun) {
+  TempDir dir;
+  const std::string plan = dir.file("ring.json");
+  const CommandResult compiled =
+      runCli("compile allreduce.ring --ranks 3 --format mscclpp-json -o '" + plan + "'");
+  ASSERT_EQ(compiled.exitCode, 0) << compiled.output;
+  const CommandResult verified = runCli("verify '" + plan + "'");
+  EXPECT_EQ(verified.exitCode, 0) << verified.output;
+  EXPECT_THAT(verified.output, HasSubstr("[allreduce.ring]: ok: postcondition, deadlock freedom"));
+  const CommandResult run = runCli("run '" + plan + "' --bytes 4K --transport thread");
+  EXPECT_EQ(run.exitCode, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("correct"));
+  const CommandResult tooLong =
+      runCli("compile allreduce.ring --ranks 8 --format mscclpp-json -o '" + plan + "'");
+  EXPECT_EQ(tooLong.exitCode, 1) << tooLong.output;
+  EXPECT_THAT(tooLong.output, HasSubstr("a threadblock runs at most 64"));
+}
+
 }  // namespace

@@ -40,11 +40,9 @@ struct CompileArgs {
 };
 
 ir::Format formatFromName(const std::string& name) {
-  if (name == "xml") return ir::Format::xml;
-  if (name == "json") return ir::Format::json;
-  if (name == "text") return ir::Format::text;
-  if (name == "dot") return ir::Format::dot;
-  throw OptionError(fmt::format("unknown --format '{}'; use xml, json, text or dot", name));
+  if (const auto format = ir::parseFormatName(name)) return *format;
+  throw OptionError(
+      fmt::format("unknown --format '{}'; use xml, json, text, dot or mscclpp-json", name));
 }
 
 void checkPassNames(const std::vector<std::string>& names) {
@@ -116,8 +114,11 @@ Command addCompileCommand(CLI::App& app) {
   command->add_option("--protocol", args->protocol, "Protocol: simple, ll or ll128")
       ->check(CLI::IsMember({"simple", "ll", "ll128"}, CLI::ignore_case))
       ->capture_default_str();
-  command->add_option("--format", args->format, "Output format: xml, json, text or dot")
-      ->check(CLI::IsMember({"xml", "json", "text", "dot"}))
+  command
+      ->add_option("--format", args->format,
+                   "Output format: xml, json, text, dot or mscclpp-json (MSCCL++'s execution "
+                   "plan)")
+      ->check(CLI::IsMember({"xml", "json", "text", "dot", "mscclpp-json"}))
       ->capture_default_str();
   command->add_option("-o,--output", args->output, "Output file ('-' = standard output)")
       ->capture_default_str();

@@ -25,7 +25,8 @@ std::string collectiveLabel(const ir::Algorithm& a) {
 ir::Format formatNamed(const std::string& name) {
   const auto format = ir::parseFormatName(name);
   if (!format)
-    throw OptionError(fmt::format("unknown format '{}'; use xml, json, text or dot", name));
+    throw OptionError(
+        fmt::format("unknown format '{}'; use xml, json, text, dot or mscclpp-json", name));
   return *format;
 }
 
