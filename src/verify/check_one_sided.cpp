@@ -335,10 +335,13 @@ void OneSidedRun::moveData(int g, int thread, Clock& clock, int node) {
   std::vector<ir::ChunkValue> result(static_cast<std::size_t>(step.count));
   for (int i = 0; i < step.count; ++i) {
     ir::ChunkValue value;
-    std::string source;
+    // What the step reads, named only when a finding needs it (this loop is hot).
+    auto sourceText = [&] {
+      return step.srcPackets ? packetText(packet(from, step.srcBuffer, step.srcIndex + i))
+                             : slotText(model_.slotOf(from, step.srcBuffer, step.srcIndex + i));
+    };
     if (step.srcPackets) {
       const PacketSlot& slot = packet(from, step.srcBuffer, step.srcIndex + i);
-      source = packetText(slot);
       const bool ordered =
           slot.written &&
           (slot.write.thread == thread ||
@@ -350,7 +353,7 @@ void OneSidedRun::moveData(int g, int thread, Clock& clock, int node) {
                               "without this launch's flag, and rank {}'s reader then spins "
                               "forever; wait for the packets first (rppkt) or order their "
                               "writer before this put",
-                              nodeText(node), source,
+                              nodeText(node), sourceText(),
                               slot.written ? fmt::format("their write ({}) is not ordered before "
                                                          "it",
                                                          nodeText(slot.write.node))
@@ -361,12 +364,11 @@ void OneSidedRun::moveData(int g, int thread, Clock& clock, int node) {
       const int src = model_.slotOf(from, step.srcBuffer, step.srcIndex + i);
       touch(src, thread, clock, node, false);
       value = values_[static_cast<std::size_t>(src)];
-      source = slotText(src);
     }
     if (!value.initialized() && reportedNodes_.insert(node).second && !sink_.full())
-      sink_.add(
-          FindingKind::uninitialized, rank, info.tb, pc,
-          fmt::format("{} reads {}, which holds no value at that point", nodeText(node), source));
+      sink_.add(FindingKind::uninitialized, rank, info.tb, pc,
+                fmt::format("{} reads {}, which holds no value at that point", nodeText(node),
+                            sourceText()));
     if (ir::opReadsDst(step.op)) {
       const int dst = model_.slotOf(to, step.dstBuffer, step.dstIndex + i);
       touch(dst, thread, clock, node, false);
@@ -380,7 +382,10 @@ void OneSidedRun::moveData(int g, int thread, Clock& clock, int node) {
   std::shared_ptr<const Clock> written;  // one copy of the clock for every packet written
   for (int i = 0; i < step.count; ++i) {
     const int index = step.dstIndex + i;
-    std::string target;
+    auto targetText = [&] {
+      return step.dstPackets ? packetText(packet(to, step.dstBuffer, index))
+                             : slotText(model_.slotOf(to, step.dstBuffer, index));
+    };
     if (step.dstPackets) {
       PacketSlot& slot = packet(to, step.dstBuffer, index);
       if (slot.written && options_.checkRaces && !sink_.full() &&
@@ -395,12 +400,10 @@ void OneSidedRun::moveData(int g, int thread, Clock& clock, int node) {
       slot.value = std::move(result[static_cast<std::size_t>(i)]);
       slot.clock = written;
       slot.write = {thread, clock.data[static_cast<std::size_t>(thread)], node};
-      target = packetText(slot);
     } else {
       const int dst = model_.slotOf(to, step.dstBuffer, index);
       touch(dst, thread, clock, node, true);
       values_[static_cast<std::size_t>(dst)] = std::move(result[static_cast<std::size_t>(i)]);
-      target = slotText(dst);
     }
     if (options_.checkWritesInput && !algorithm_.inPlace &&
         step.dstBuffer == ir::BufferKind::input && reportedNodes_.insert(-1 - node).second &&
@@ -409,7 +412,7 @@ void OneSidedRun::moveData(int g, int thread, Clock& clock, int node) {
                 fmt::format("{} writes {}, the input of an out-of-place plan (the caller's "
                             "send buffer, which a collective leaves unchanged); write to output "
                             "or scratch instead",
-                            nodeText(node), target));
+                            nodeText(node), targetText()));
   }
 }
 
