@@ -29,21 +29,58 @@ inline std::vector<int> upTo(int n) {
   return out;
 }
 
+// The ranks of 0..n-1 other than `rank`, in order.
+inline std::vector<int> peersOf(int rank, int n) {
+  std::vector<int> out;
+  for (int p = 0; p < n; ++p)
+    if (p != rank) out.push_back(p);
+  return out;
+}
+
+// Remote buffer entries: buffer `type` ("i", "o", "s") of each peer, reached through
+// `channelType` channels.
+inline json remoteBuffers(const std::vector<int>& peers, const char* type,
+                          const char* channelType) {
+  json out = json::array();
+  for (int p : peers)
+    out.push_back({{"rank", p}, {"type", type}, {"access_channel_types", {channelType}}});
+  return out;
+}
+
+// GPU `rank` of a plan whose one threadblock runs `ops` over one `channelType` channel to each
+// of `peers` and reaches every remote buffer of `gpuRemotes` through them.
+inline json oneThreadblockGpu(int rank, int inputChunks, int outputChunks, int scratchChunks,
+                              const char* channelType, const std::vector<int>& peers,
+                              const json& gpuRemotes, json ops) {
+  const int remoteCount = static_cast<int>(gpuRemotes.size());
+  json tb = {
+      {"id", 0},
+      {"channels",
+       {{{"channel_type", channelType}, {"channel_ids", upTo(static_cast<int>(peers.size()))}}}},
+      {"remote_buffer_refs",
+       {{{"access_channel_type", channelType}, {"remote_buffer_ids", upTo(remoteCount)}}}},
+      {"ops", std::move(ops)}};
+  return {{"id", rank},
+          {"input_chunks", inputChunks},
+          {"output_chunks", outputChunks},
+          {"scratch_chunks", scratchChunks},
+          {"channels", {{{"channel_type", channelType}, {"connected_to", peers}}}},
+          {"remote_buffers", gpuRemotes},
+          {"semaphores", json::array()},
+          {"threadblocks", {tb}}};
+}
+
 // AllReduce in two phases over memory channels, n ranks, in place, one threadblock per rank:
 // rank r puts input chunk p into rank p's scratch[r], signals and waits for everyone, reduces
 // its own chunk from scratch, puts the sum into every peer's input[r], signals and waits.
 inline json twoPhaseAllReduce(int n) {
   json gpus = json::array();
   for (int r = 0; r < n; ++r) {
-    std::vector<int> peers;
-    for (int p = 0; p < n; ++p)
-      if (p != r) peers.push_back(p);
+    const std::vector<int> peers = peersOf(r, n);
     const int k = n - 1;
-    json remotes = json::array();
-    for (int p : peers)
-      remotes.push_back({{"rank", p}, {"type", "s"}, {"access_channel_types", {"memory"}}});
-    for (int p : peers)
-      remotes.push_back({{"rank", p}, {"type", "i"}, {"access_channel_types", {"memory"}}});
+    json remotes = remoteBuffers(peers, "s", "memory");
+    for (const json& b : remoteBuffers(peers, "i", "memory"))
+      remotes.push_back(b);
     json scatterSrc = json::array(), scatterDst = json::array(), reduceSrc = json::array(),
          gatherSrc = json::array(), gatherDst = json::array();
     reduceSrc.push_back(entry("i", r));
@@ -75,19 +112,7 @@ inline json twoPhaseAllReduce(int n) {
                             syncOp("signal", "memory", upTo(k)),
                             syncOp("wait", "memory", upTo(k)),
                             nop()});
-    json tb = {{"id", 0},
-               {"channels", {{{"channel_type", "memory"}, {"channel_ids", upTo(k)}}}},
-               {"remote_buffer_refs",
-                {{{"access_channel_type", "memory"}, {"remote_buffer_ids", upTo(2 * k)}}}},
-               {"ops", ops}};
-    gpus.push_back({{"id", r},
-                    {"input_chunks", n},
-                    {"output_chunks", n},
-                    {"scratch_chunks", n},
-                    {"channels", {{{"channel_type", "memory"}, {"connected_to", peers}}}},
-                    {"remote_buffers", remotes},
-                    {"semaphores", json::array()},
-                    {"threadblocks", {tb}}});
+    gpus.push_back(oneThreadblockGpu(r, n, n, n, "memory", peers, remotes, std::move(ops)));
   }
   return {{"name", "two_phase"},  {"collective", "allreduce"},
           {"protocol", "Simple"}, {"inplace", true},
@@ -99,13 +124,8 @@ inline json twoPhaseAllReduce(int n) {
 inline json portAllGather(int n) {
   json gpus = json::array();
   for (int r = 0; r < n; ++r) {
-    std::vector<int> peers;
-    for (int p = 0; p < n; ++p)
-      if (p != r) peers.push_back(p);
+    const std::vector<int> peers = peersOf(r, n);
     const int k = n - 1;
-    json remotes = json::array();
-    for (int p : peers)
-      remotes.push_back({{"rank", p}, {"type", "o"}, {"access_channel_types", {"port"}}});
     json ops = json::array(
         {{{"name", "copy"}, {"src_buff", {entry("i", 0)}}, {"dst_buff", {entry("o", r)}}}});
     for (int j = 0; j < k; ++j)
@@ -116,18 +136,8 @@ inline json portAllGather(int n) {
                      {"dst_buff", {remoteEntry(j, r)}}});
     ops.push_back(syncOp("wait", "port", upTo(k)));
     ops.push_back(nop());
-    json tb = {
-        {"id", 0},
-        {"channels", {{{"channel_type", "port"}, {"channel_ids", upTo(k)}}}},
-        {"remote_buffer_refs", {{{"access_channel_type", "port"}, {"remote_buffer_ids", upTo(k)}}}},
-        {"ops", ops}};
-    gpus.push_back({{"id", r},
-                    {"input_chunks", 1},
-                    {"output_chunks", n},
-                    {"scratch_chunks", 0},
-                    {"channels", {{{"channel_type", "port"}, {"connected_to", peers}}}},
-                    {"remote_buffers", remotes},
-                    {"threadblocks", {tb}}});
+    gpus.push_back(oneThreadblockGpu(r, 1, n, 0, "port", peers, remoteBuffers(peers, "o", "port"),
+                                     std::move(ops)));
   }
   return {{"name", "port_allgather"},
           {"collective", "allgather"},
@@ -173,12 +183,7 @@ inline json handOff(bool barrier) {
 inline json packetAllReduce(int n) {
   json gpus = json::array();
   for (int r = 0; r < n; ++r) {
-    std::vector<int> peers;
-    for (int p = 0; p < n; ++p)
-      if (p != r) peers.push_back(p);
-    json remotes = json::array();
-    for (int p : peers)
-      remotes.push_back({{"rank", p}, {"type", "s"}, {"access_channel_types", {"memory"}}});
+    const std::vector<int> peers = peersOf(r, n);
     json scatterSrc = json::array(), scatterDst = json::array(), reduceSrc = json::array(),
          reduceDst = json::array();
     reduceSrc.push_back(entry("i", r));
@@ -201,18 +206,8 @@ inline json packetAllReduce(int n) {
     for (int p : peers)
       ops.push_back(
           {{"name", "upkt"}, {"src_buff", {entry("s", n + p)}}, {"dst_buff", {entry("i", p)}}});
-    json tb = {{"id", 0},
-               {"channels", {{{"channel_type", "memory"}, {"channel_ids", upTo(n - 1)}}}},
-               {"remote_buffer_refs",
-                {{{"access_channel_type", "memory"}, {"remote_buffer_ids", upTo(n - 1)}}}},
-               {"ops", ops}};
-    gpus.push_back({{"id", r},
-                    {"input_chunks", n},
-                    {"output_chunks", 0},
-                    {"scratch_chunks", 2 * n},
-                    {"channels", {{{"channel_type", "memory"}, {"connected_to", peers}}}},
-                    {"remote_buffers", remotes},
-                    {"threadblocks", {tb}}});
+    gpus.push_back(oneThreadblockGpu(r, n, 0, 2 * n, "memory", peers,
+                                     remoteBuffers(peers, "s", "memory"), std::move(ops)));
   }
   return {{"name", "packet_allreduce"},
           {"collective", "allreduce"},
@@ -228,13 +223,8 @@ inline json packetAllReduce(int n) {
 inline json portPacketAllGather(int n) {
   json gpus = json::array();
   for (int r = 0; r < n; ++r) {
-    std::vector<int> peers;
-    for (int p = 0; p < n; ++p)
-      if (p != r) peers.push_back(p);
+    const std::vector<int> peers = peersOf(r, n);
     const int k = n - 1;
-    json remotes = json::array();
-    for (int p : peers)
-      remotes.push_back({{"rank", p}, {"type", "s"}, {"access_channel_types", {"port"}}});
     json ops = json::array(
         {{{"name", "copy"}, {"src_buff", {entry("i", 0)}}, {"dst_buff", {entry("o", r)}}},
          {{"name", "cpkt"}, {"src_buff", {entry("i", 0)}}, {"dst_buff", {entry("s", n)}}},
@@ -248,18 +238,8 @@ inline json portPacketAllGather(int n) {
     for (int p : peers)
       ops.push_back(
           {{"name", "upkt"}, {"src_buff", {entry("s", p)}}, {"dst_buff", {entry("o", p)}}});
-    json tb = {
-        {"id", 0},
-        {"channels", {{{"channel_type", "port"}, {"channel_ids", upTo(k)}}}},
-        {"remote_buffer_refs", {{{"access_channel_type", "port"}, {"remote_buffer_ids", upTo(k)}}}},
-        {"ops", ops}};
-    gpus.push_back({{"id", r},
-                    {"input_chunks", 1},
-                    {"output_chunks", n},
-                    {"scratch_chunks", n + 1},
-                    {"channels", {{{"channel_type", "port"}, {"connected_to", peers}}}},
-                    {"remote_buffers", remotes},
-                    {"threadblocks", {tb}}});
+    gpus.push_back(oneThreadblockGpu(r, 1, n, n + 1, "port", peers,
+                                     remoteBuffers(peers, "s", "port"), std::move(ops)));
   }
   return {{"name", "port_packet_allgather"},
           {"collective", "allgather"},
