@@ -39,6 +39,67 @@ const char* bufferLetter(BufferKind buffer) {
   return "s";
 }
 
+// 0 memory, 1 port: the channel type a step's remote access or signal goes through.
+int typeOf(const RankProgram& program, const Step& s) {
+  // Barriers and semaphore ops name their barrier or semaphore in Step::channel.
+  if (s.channel < 0 || !opTakesStepPeer(s.op)) return 0;
+  return program.channels[static_cast<std::size_t>(s.channel)].type == ChannelType::port ? 1 : 0;
+}
+
+// A plain reduce into D followed by a memory-channel put of exactly D: one `res` op.
+bool fusesIntoRes(const RankProgram& program, const Step& reduce, const Step& put) {
+  return reduce.op == OpKind::reduce && !reduce.srcPackets && put.op == OpKind::put &&
+         !put.srcPackets && !put.dstPackets && typeOf(program, put) == 0 &&
+         put.srcBuffer == reduce.dstBuffer && put.srcIndex == reduce.dstIndex &&
+         put.count == reduce.count;
+}
+
+// Cuts every threadblock with more operations than the executor runs into consecutive
+// threadblocks (the first keeps its id, the others are appended), chained by a semaphore: a
+// part ends with nop + semRelease and the next starts with semAcquire + nop, so each runs after
+// the one before, and shares its channels (MSCCL++ keeps a channel's token counts in device
+// memory, semaphore_device.hpp, so waits on it from several threadblocks take its tokens in
+// turn).
+void splitLongThreadblocks(Algorithm& plan) {
+  constexpr int kBudget = static_cast<int>(kMaxOperations) - 4;  // room for the chain's ops
+  for (RankProgram& program : plan.ranks) {
+    const std::size_t original = program.threadblocks.size();
+    for (std::size_t t = 0; t < original; ++t) {
+      std::vector<Step> steps = std::move(program.threadblocks[t].steps);
+      std::vector<std::vector<Step>> parts(1);
+      int ops = 0;
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        const bool fused =
+            !parts.back().empty() && fusesIntoRes(program, parts.back().back(), steps[i]);
+        if (!fused && ops == kBudget) {
+          parts.emplace_back();
+          ops = 0;
+        }
+        if (!fused) ++ops;
+        parts.back().push_back(steps[i]);
+      }
+      for (std::size_t k = 0; k + 1 < parts.size(); ++k) {
+        const int semaphore = static_cast<int>(program.semaphores.size());
+        program.semaphores.push_back(0);
+        Step nop, release, acquire;
+        release.op = OpKind::semRelease;
+        acquire.op = OpKind::semAcquire;
+        release.channel = acquire.channel = semaphore;
+        parts[k].push_back(nop);
+        parts[k].push_back(release);
+        parts[k + 1].insert(parts[k + 1].begin(), {acquire, nop});
+      }
+      program.threadblocks[t].steps = std::move(parts[0]);
+      for (std::size_t k = 1; k < parts.size(); ++k) {
+        Threadblock next;
+        next.id = static_cast<int>(program.threadblocks.size());
+        next.steps = std::move(parts[k]);
+        program.threadblocks.push_back(std::move(next));
+      }
+    }
+  }
+}
+
 class Writer {
  public:
   explicit Writer(const Algorithm& plan) : a_(plan) {}
@@ -98,21 +159,6 @@ class Writer {
       return static_cast<int>(list.size()) - 1;
     }
   };
-
-  // 0 memory, 1 port: the channel type a step's remote access or signal goes through.
-  int typeOf(const RankProgram& program, const Step& s) const {
-    // Barriers and semaphore ops name their barrier or semaphore in Step::channel.
-    if (s.channel < 0 || !opTakesStepPeer(s.op)) return 0;
-    return program.channels[static_cast<std::size_t>(s.channel)].type == ChannelType::port ? 1 : 0;
-  }
-
-  // A plain reduce into D followed by a memory-channel put of exactly D.
-  bool fusesIntoRes(const RankProgram& program, const Step& reduce, const Step& put) const {
-    return reduce.op == OpKind::reduce && !reduce.srcPackets && put.op == OpKind::put &&
-           !put.srcPackets && !put.dstPackets && typeOf(program, put) == 0 &&
-           put.srcBuffer == reduce.dstBuffer && put.srcIndex == reduce.dstIndex &&
-           put.count == reduce.count;
-  }
 
   static Json local(BufferKind buffer, int index, int count) {
     Json entry;
@@ -352,7 +398,8 @@ class Writer {
 namespace chorus::ir {
 
 std::string writeMscclppPlan(const Algorithm& algorithm) {
-  const Algorithm oneSided = lowerToOneSided(algorithm);
+  Algorithm oneSided = lowerToOneSided(algorithm);
+  mscclpp_writer::splitLongThreadblocks(oneSided);
   return mscclpp_writer::Writer(oneSided).write();
 }
 

@@ -85,25 +85,13 @@ ir::Algorithm throughMscclpp(const ir::Algorithm& plan) {
 }
 
 TEST(MscclppWriter, EveryLibraryAlgorithmVerifiesAsMscclppJson) {
-  int written = 0, overLimit = 0;
   for (const support::LibrarySweepCase& c : support::deviceSweepCases()) {
     SCOPED_TRACE(support::libraryCaseName(c));
     const ir::Algorithm plan = support::compileSweepCase(c, ir::Protocol::simple);
-    ir::Algorithm read;
-    try {
-      read = throughMscclpp(plan);
-    } catch (const FormatLimitError& error) {
-      // Long sequential threadblocks exceed the executor's 64 operations (8-rank rings).
-      EXPECT_THAT(error.what(), HasSubstr("a threadblock runs at most 64"));
-      ++overLimit;
-      continue;
-    }
-    ++written;
-    const verify::VerifyReport report = verify::verifyAlgorithm(read);
+    const verify::VerifyReport report = verify::verifyAlgorithm(throughMscclpp(plan));
     EXPECT_TRUE(report.ok()) << report.describe();
     EXPECT_TRUE(report.postconditionChecked);
   }
-  EXPECT_GT(written, 10 * overLimit);  // the limit is the exception
 }
 
 TEST(MscclppWriter, WrittenPlansRunExactly) {
@@ -123,12 +111,8 @@ TEST(MscclppWriter, ValidMscclFilesVerifyAsMscclppJson) {
   for (const std::string& path : support::validFiles()) {
     SCOPED_TRACE(path);
     for (const ir::Algorithm& plan : ir::readAlgorithmsFile(path)) {
-      try {
-        const verify::VerifyReport report = verify::verifyAlgorithm(throughMscclpp(plan));
-        EXPECT_TRUE(report.ok()) << report.describe();
-      } catch (const FormatLimitError& error) {
-        EXPECT_THAT(error.what(), HasSubstr("a threadblock runs at most 64"));
-      }
+      const verify::VerifyReport report = verify::verifyAlgorithm(throughMscclpp(plan));
+      EXPECT_TRUE(report.ok()) << report.describe();
     }
   }
 }
@@ -149,15 +133,57 @@ TEST(MscclppWriter, MscclppPlansRoundTrip) {
   }
 }
 
-TEST(MscclppWriter, OverTheOperationLimitIsRefusedByName) {
+TEST(MscclppWriter, LongThreadblocksAreSplitIntoAChain) {
+  // An 8-rank ring keeps 14 steps in one threadblock per channel: 80 operations, more than
+  // the executor's 64; the writer cuts it in two, chained by a semaphore.
   const ir::Algorithm ring = support::compileOnProtocol("allreduce.ring", 8, ir::Protocol::simple);
+  const std::string text = ir::writeAlgorithm(ring, ir::Format::mscclppJson);
+  const json plan = json::parse(text);
+  expectExecutorSchema(plan);
+  EXPECT_EQ(plan["gpus"][0]["threadblocks"].size(), 2 * ring.ranks[0].threadblocks.size());
+  EXPECT_EQ(plan["gpus"][0]["threadblocks"][0]["ops"].back()["name"], "sem_release");
+  EXPECT_EQ(plan["gpus"][0]["threadblocks"][1]["ops"].front()["name"], "sem_acquire");
+  const ir::Algorithm read = ir::readMscclppPlan(text, "ring.json");
+  const verify::VerifyReport report = verify::verifyAlgorithm(read);
+  EXPECT_TRUE(report.ok()) << report.describe();
+  const RunReport run = runOnThreads(read, support::exactRun(1000));
+  EXPECT_TRUE(run.ok()) << run.firstWrong;
+}
+
+TEST(MscclppWriter, OverTheChannelLimitIsRefusedByName) {
+  // Rank 0 signals 17 peers from one threadblock; the executor holds 16 channels a type.
+  json gpus = json::array();
+  std::vector<int> peers = plans::peersOf(0, 18);
+  gpus.push_back({{"id", 0},
+                  {"input_chunks", 1},
+                  {"output_chunks", 1},
+                  {"scratch_chunks", 0},
+                  {"channels", {{{"channel_type", "memory"}, {"connected_to", peers}}}},
+                  {"remote_buffers", json::array()},
+                  {"threadblocks",
+                   {{{"id", 0},
+                     {"channels", {{{"channel_type", "memory"}, {"channel_ids", plans::upTo(17)}}}},
+                     {"ops", {plans::syncOp("signal", "memory", plans::upTo(17))}}}}}});
+  for (int r = 1; r < 18; ++r)
+    gpus.push_back({{"id", r},
+                    {"input_chunks", 1},
+                    {"output_chunks", 1},
+                    {"scratch_chunks", 0},
+                    {"channels", json::array()},
+                    {"remote_buffers", json::array()},
+                    {"threadblocks", json::array()}});
+  const json plan = {{"name", "wide"},
+                     {"collective", "custom"},
+                     {"protocol", "Simple"},
+                     {"inplace", true},
+                     {"gpus", gpus}};
   try {
-    ir::writeAlgorithm(ring, ir::Format::mscclppJson);
-    FAIL() << "a threadblock of more than 64 operations was written";
+    ir::writeAlgorithm(ir::readMscclppPlan(plan.dump(), "wide.json"), ir::Format::mscclppJson);
+    FAIL() << "a threadblock of 17 memory channels was written";
   } catch (const FormatLimitError& error) {
-    EXPECT_THAT(error.what(),
-                HasSubstr("plan 'allreduce.ring' cannot be written as MSCCL++ JSON: rank 0 tb 0 "
-                          "has 80 operations, and a threadblock runs at most 64"));
+    EXPECT_THAT(error.what(), HasSubstr("plan 'wide' cannot be written as MSCCL++ JSON: rank 0 "
+                                        "tb 0 uses 17 memory channels, and a threadblock holds "
+                                        "at most 16"));
   }
 }
 
