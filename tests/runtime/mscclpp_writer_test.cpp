@@ -150,6 +150,35 @@ TEST(MscclppWriter, LongThreadblocksAreSplitIntoAChain) {
   EXPECT_TRUE(run.ok()) << run.firstWrong;
 }
 
+TEST(MscclppWriter, ASendWithoutItsReceiveIsRefusedByName) {
+  ir::Algorithm plan;
+  plan.name = "lonely";
+  plan.collective = ir::CollectiveKind::custom;
+  plan.customName = "lonely";
+  plan.nranks = 2;
+  plan.chunksPerLoop = 1;
+  plan.ranks.resize(2);
+  for (int r = 0; r < 2; ++r) {
+    plan.ranks[static_cast<std::size_t>(r)].rank = r;
+    plan.ranks[static_cast<std::size_t>(r)].inputChunks = 1;
+    plan.ranks[static_cast<std::size_t>(r)].outputChunks = 1;
+  }
+  ir::Threadblock sender;
+  sender.sendPeer = 1;
+  ir::Step send;
+  send.op = ir::OpKind::send;
+  sender.steps.push_back(send);
+  plan.ranks[0].threadblocks.push_back(sender);
+  try {
+    ir::writeAlgorithm(plan, ir::Format::mscclppJson);
+    FAIL() << "a send without a receive was lowered";
+  } catch (const PlanError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("plan 'lonely' cannot be lowered to one-sided steps: "
+                                        "rank 0 sends to rank 1 on channel 0, but no "
+                                        "threadblock of rank 1 receives from it"));
+  }
+}
+
 TEST(MscclppWriter, OverTheChannelLimitIsRefusedByName) {
   // Rank 0 signals 17 peers from one threadblock; the executor holds 16 channels a type.
   json gpus = json::array();
