@@ -44,8 +44,8 @@ class Emitter {
     if (out_.empty() || out_.back().op != OpKind::nop) out_.push_back(Step{});
     pending_.clear();
   }
-  // A signal, wait, semaphore op: `afterNop` joins the threads before it (a signal publishes
-  // the data written before), a wait is joined after it by the caller.
+  // A signal, wait or semaphore op; `nopBefore` joins the threads first (so a signal publishes
+  // the data written before it). The caller adds the nop after a wait or acquire.
   void sync(OpKind op, int peer, int channel, bool nopBefore) {
     if (nopBefore) nop();
     Step s;

@@ -29,8 +29,7 @@ std::string rangeText(BufferKind buffer, int index, int count) {
 // copies, repkt's packet sources are reduces, ppkt and rppkt are puts; execution_kernel.hpp).
 std::string packetIssue(const RankProgram& program, const Step& step) {
   if (!step.srcPackets && !step.dstPackets && !step.rawPackets) return {};
-  if (opMovesNoData(step.op))
-    return fmt::format("moves no data, but marks an operand as LL packets");
+  if (opMovesNoData(step.op)) return "moves no data, but marks an operand as LL packets";
   if (step.srcPackets && step.op != OpKind::copy && step.op != OpKind::reduce &&
       step.op != OpKind::put)
     return fmt::format(

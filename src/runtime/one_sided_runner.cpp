@@ -81,11 +81,14 @@ class OneSidedRun {
         semaphores_[r][s].store(program.semaphores[s]);
     }
     packets_.resize(n);
+    const auto collective = ir::collectiveOf(algorithm);
     for (const auto& program : algorithm.ranks)
       for (const auto& tb : program.threadblocks)
         for (const auto& step : tb.steps) {
-          if (step.srcPackets) allocatePackets(ir::srcOwner(program.rank, step), step.srcBuffer);
-          if (step.dstPackets) allocatePackets(ir::dstOwner(program.rank, step), step.dstBuffer);
+          if (step.srcPackets)
+            allocatePackets(*collective, ir::srcOwner(program.rank, step), step.srcBuffer);
+          if (step.dstPackets)
+            allocatePackets(*collective, ir::dstOwner(program.rank, step), step.dstBuffer);
         }
   }
 
@@ -141,12 +144,11 @@ class OneSidedRun {
     return {base + (block * options_.count + within) * esz_, elems};
   }
 
-  void allocatePackets(int rank, ir::BufferKind buffer) {
+  void allocatePackets(const ir::Collective& collective, int rank, ir::BufferKind buffer) {
     PacketArea& area = packets_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buffer)];
     if (area.flags) return;
-    const auto collective = ir::collectiveOf(a_);
     const std::size_t elems =
-        static_cast<std::size_t>(ir::oneSidedBufferChunks(a_, *collective, rank, buffer)) *
+        static_cast<std::size_t>(ir::oneSidedBufferChunks(a_, collective, rank, buffer)) *
         chunkElems_;
     area.data.assign(elems * esz_, 0);
     area.flags = std::make_unique<std::atomic<std::uint32_t>[]>(elems);
