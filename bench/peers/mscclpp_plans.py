@@ -6,8 +6,9 @@ Takes a microsoft/mscclpp checkout and:
   2. runs every program of its DSL tests (python/mscclpp/language/tests/) and default
      algorithms (python/mscclpp/default_algos/, the configurations of python/mscclpp/__main__.py)
      to emit their plans, with the arguments listed in DSL_PROGRAMS;
-  3. runs `chorus verify` on each plan, and `chorus run` on thread ranks on each it reads, and
-     prints a Markdown table (docs/ir.md "MSCCL++'s own plans");
+  3. runs `chorus verify` on each plan, and `chorus run` on thread ranks and `chorus simulate`
+     (dgx-h100 nodes enough for its ranks, 1 MiB) on each it reads, and prints a Markdown table
+     (docs/ir.md "MSCCL++'s own plans") and a count of the plans that verify and simulate;
   4. mutates every plan that verifies clean: drops one signal (of one channel), drops one
      wait, moves one remote destination of a put (or packet put) to the next chunk of the same
      buffer (a put into a buffer the owner still uses), or drops one remote destination of a
@@ -142,6 +143,20 @@ def run_plan(chorus, path):
     return "exit %d: %s" % (result.returncode, text.splitlines()[-1][:150] if text else "")
 
 
+def simulate_plan(chorus, path):
+    """`chorus simulate` on dgx-h100 at 1 MiB: the predicted time ("12.34 us") or why not."""
+    with open(path) as f:
+        ranks = len(json.load(f).get("gpus", []))
+    nodes = max(1, -(-ranks // 8))
+    result = run([chorus, "simulate", path, "--topology", "dgx-h100", "--nodes", str(nodes),
+                  "--bytes", "1M"])
+    text = (result.stdout + result.stderr).strip()
+    rows = [l.split() for l in text.splitlines() if l.strip() and not l.startswith("#")]
+    if result.returncode == 0 and rows and len(rows[0]) > 2:
+        return "%s us" % rows[0][2]
+    return "exit %d: %s" % (result.returncode, text.splitlines()[-1][:120] if text else "")
+
+
 def mutation_sites(plan):
     """(kind, gpu, threadblock, op, entry) for each dropped signal (one channel of a signal op),
     dropped wait, misdirected put (one remote destination of a put, reduce-send or packet put)
@@ -207,18 +222,26 @@ def main():
     emitted, errors = emit_plans(args.mscclpp, args.dsl_python, outdir)
     plans.update(emitted)
 
-    print("| plan | chorus verify | chorus run (thread ranks) |")
-    print("|---|---|---|")
+    print("| plan | chorus verify | chorus run (thread ranks) | chorus simulate (dgx-h100, 1 MiB) |")
+    print("|---|---|---|---|")
     clean = []
+    simulated = {0: [0, 0], 1: [0, 0]}  # verify exit code -> [plans, simulated]
     for name, path in plans.items():
         code, detail = verify(chorus, path)
         prefix = {0: "", 1: "finding: ", 2: "refused: "}.get(code, "exit %d: " % code)
         ran = run_plan(chorus, path) if code in (0, 1) else ""
-        print("| %s | %s%s | %s |" % (name, prefix, detail, ran))
+        predicted = simulate_plan(chorus, path) if code in (0, 1) else ""
+        if code in simulated:
+            simulated[code][0] += 1
+            simulated[code][1] += predicted.endswith(" us")
+        print("| %s | %s%s | %s | %s |" % (name, prefix, detail, ran, predicted))
         if code == 0:
             clean.append(path)
     for name, error in errors.items():
-        print("| %s | the DSL fails: %s | |" % (name, error))
+        print("| %s | the DSL fails: %s | | |" % (name, error))
+    print()
+    print("simulated: %d of %d plans that verify ok, %d of %d plans with findings" % (
+        simulated[0][1], simulated[0][0], simulated[1][1], simulated[1][0]))
 
     found, total, missed, specific = {}, {}, [], {}
     for path in clean:

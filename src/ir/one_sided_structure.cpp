@@ -7,6 +7,7 @@
 
 #include "ir/step_endpoints.h"
 #include "ir/step_semantics.h"
+#include "support/error.h"
 
 namespace chorus::ir {
 
@@ -122,6 +123,14 @@ std::vector<OneSidedIssue> findOneSidedIssues(const Algorithm& algorithm,
                           where));
           continue;
         }
+        if (!step.deps.empty()) {
+          fail(
+              fmt::format("{} waits for steps of other threadblocks (deps), which one-sided "
+                          "plans do not use; order threadblocks with a semaphore or a barrier, "
+                          "as MSCCL++'s executor does",
+                          where));
+          continue;
+        }
         if (std::string issue = stepEndpointIssue(program, tb.id, si, algorithm.nranks);
             !issue.empty()) {
           fail(std::move(issue));
@@ -233,6 +242,17 @@ std::vector<OneSidedIssue> findOneSidedIssues(const Algorithm& algorithm,
       }
     }
   return issues;
+}
+
+void requireOneSidedStructure(const Algorithm& algorithm, std::string_view action) {
+  const std::vector<OneSidedIssue> issues = findOneSidedIssues(algorithm, *collectiveOf(algorithm));
+  if (issues.empty()) return;
+  const std::string more =
+      issues.size() > 1 ? fmt::format(" ({} more like it)", issues.size() - 1) : "";
+  throw PlanError(
+      fmt::format("plan '{}' cannot be {}: {}{}; 'chorus verify' reports every such "
+                  "issue",
+                  algorithm.name, action, issues.front().message, more));
 }
 
 }  // namespace chorus::ir

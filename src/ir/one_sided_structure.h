@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/algorithm.h"
@@ -38,5 +39,10 @@ int dstOwner(int rank, const Step& step);
 // place is refused.
 std::vector<OneSidedIssue> findOneSidedIssues(const Algorithm& algorithm,
                                               const Collective& collective);
+
+// For the stages that run or simulate one-sided plans nobody verified: throws PlanError naming
+// the first issue and how many more there are, unless there is none. `action` completes "plan
+// 'NAME' cannot be ...": "run", "simulated".
+void requireOneSidedStructure(const Algorithm& algorithm, std::string_view action);
 
 }  // namespace chorus::ir

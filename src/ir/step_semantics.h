@@ -64,8 +64,8 @@ enum class OpPeer : std::uint8_t {
   // direction; the step's own peer and channel stay unset.
   threadblock,
   // One-sided ops (puts, gets, signals, waits, as in MSCCL++ plans): the step's own peer and
-  // channel (opTakesStepPeer). Only the verifier models them; the runtimes and the simulator
-  // refuse them by name (opIsOneSided).
+  // channel (opTakesStepPeer). The verifier, the thread runner and the one-sided simulator
+  // model them; the other runtimes refuse them by name (opIsOneSided).
   step,
   // Same-rank synchronisation objects (barriers, semaphores) named by Step::channel.
   rankLocal,
@@ -229,7 +229,8 @@ CHORUS_HD constexpr bool opTakesStepPeer(OpKind op) {
   return opSemantics(op).peer == OpPeer::step;
 }
 // Belongs to the one-sided model (a peer or synchronisation object named by the step), which
-// only the verifier handles: the runtimes and the simulator refuse these ops by name.
+// the verifier, the one-sided thread runner and the one-sided simulator handle; the other
+// runtimes refuse these ops by name.
 CHORUS_HD constexpr bool opIsOneSided(OpKind op) {
   return opSemantics(op).peer != OpPeer::threadblock;
 }

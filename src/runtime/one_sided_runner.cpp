@@ -352,20 +352,6 @@ class OneSidedRun {
   Clock::time_point deadline_;
 };
 
-// The plan's structure as the verifier checks it (ir/one_sided_structure.h): refused with the
-// first issue.
-void requireRunnable(const ir::Algorithm& algorithm) {
-  const std::vector<ir::OneSidedIssue> issues =
-      ir::findOneSidedIssues(algorithm, *ir::collectiveOf(algorithm));
-  if (issues.empty()) return;
-  const std::string more =
-      issues.size() > 1 ? fmt::format(" ({} more like it)", issues.size() - 1) : "";
-  throw PlanError(
-      fmt::format("plan '{}' cannot be run: {}{}; 'chorus verify' reports every such "
-                  "issue",
-                  algorithm.name, issues.front().message, more));
-}
-
 }  // namespace
 
 RunReport runOneSidedOnThreads(const ir::Algorithm& algorithm, const RunOptions& options,
@@ -380,7 +366,7 @@ RunReport runOneSidedOnThreads(const ir::Algorithm& algorithm, const RunOptions&
         fmt::format("'{}' is a one-sided plan, whose runner takes generated inputs "
                     "only for now",
                     algorithm.name));
-  requireRunnable(algorithm);
+  ir::requireOneSidedStructure(algorithm, "run");
   const int n = algorithm.nranks;
   std::vector<std::unique_ptr<RankBuffers>> buffers;
   for (int r = 0; r < n; ++r)

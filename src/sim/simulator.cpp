@@ -51,6 +51,9 @@
 #include "ir/step_endpoints.h"
 #include "ir/tiling.h"
 #include "perf/collective.h"
+#include "sim/flow_network.h"
+#include "sim/one_sided_sim.h"
+#include "sim/sim_shared.h"
 #include "support/error.h"
 
 namespace chorus::sim {
@@ -59,49 +62,12 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr int kNone = -1;
 
-// Flows are charged in bytes; a flow with fewer than this many bytes left is finished (guards
-// against rounding when rates change mid-flow).
-constexpr double kByteEpsilon = 1e-6;
-
 // Steady state (file comment step 5): checkpoints every kPeriodTiles tiles, the first at least
 // kPeriodTiles in; kSteadyRepeats equal periods in a row (relative to the period, within
 // kSteadyTolerance) allow extrapolation; checkpoints stop past half the call.
 constexpr int kPeriodTiles = 4;
 constexpr int kSteadyRepeats = 3;
 constexpr double kSteadyTolerance = 1e-9;
-
-enum class ShareKind : std::uint8_t { wire, memory, timeShare };
-
-struct SimResource {
-  std::string name;
-  ShareKind kind = ShareKind::wire;
-  double bandwidth = 0;  // wire and memory: bytes/s shared equally
-  int capacity = 0;      // time share: flows that run at full speed at once
-  int fabricIndex = kNone;
-  // Time-share hierarchy: a rank's engines are threads that a node's cores time share, so the
-  // node's load is the engines in use, sum over its ranks of min(capacity, flows), not its
-  // flows (a rank with 3 flows on 1 engine is 1 thread wanting a core).
-  int parent = kNone;  // the node cpu this rank engine runs on
-  bool hasChildren = false;
-  double demand = 0;       // node cpu with children: engines in use on it
-  std::vector<int> flows;  // active flow ids
-  double busySince = 0;
-  double busy = 0;
-  double bytes = 0;
-};
-
-struct Flow {
-  bool active = false;
-  int tb = kNone;    // the threadblock whose pass this is
-  double bytes = 0;  // whole pass
-  double remaining = 0;
-  double baseRate = 0;    // engine rate alone, bytes/s; kInfinity when unlimited
-  double efficiency = 1;  // the protocol's share of the rate (ProtocolCost)
-  double rate = 0;
-  double updated = 0;  // time `remaining` was last brought up to date
-  std::uint32_t version = 0;
-  std::vector<int> resources;
-};
 
 enum class EventKind : std::uint8_t {
   flowDone,
@@ -112,16 +78,7 @@ enum class EventKind : std::uint8_t {
   portDone
 };
 
-struct Event {
-  double time = 0;
-  std::uint64_t seq = 0;
-  EventKind kind = EventKind::flowDone;
-  int id = 0;
-  std::uint32_t version = 0;
-  bool operator>(const Event& other) const {
-    return std::tie(time, seq) > std::tie(other.time, other.seq);
-  }
-};
+using Event = TimedEvent<EventKind>;
 
 // Why a step could not start earlier (critical path).
 enum class Wait : std::uint8_t { none, previous, dependency, data, slot, port };
@@ -217,44 +174,6 @@ int passesOf(ir::OpKind op, Pass out[2], bool fused) {
   return 1;
 }
 
-// What a protocol costs on a slicing device, relative to Simple (NCCL v2.30.7
-// src/graph/tuning.cc; docs/sources.md "NCCL constants and channels"): `efficiency` scales the rate
-// of every pass of an op that moves data between ranks (Ring LL <= 0.5 of bus bandwidth: an 8-byte
-// line carries 4 data bytes and a 4-byte flag; LL128 x 0.92: 120 data bytes per 128-byte line, less
-// the flag stores); `latency` scales the device's message latency by NCCL's Ring hardware latency
-// of an NVLink step, LL 0.6 µs, LL128 1.9 µs, Simple 3.4 µs.
-struct ProtocolCost {
-  double efficiency = 1;
-  double latency = 1;
-};
-
-ProtocolCost protocolCost(ir::Protocol protocol) {
-  switch (protocol) {
-    case ir::Protocol::ll:
-      return {0.5, 0.6 / 3.4};
-    case ir::Protocol::ll128:
-      return {0.92, 1.9 / 3.4};
-    case ir::Protocol::simple:
-      break;
-  }
-  return {};
-}
-
-double rateOrInfinity(double rate) {
-  return rate > 0 ? rate : kInfinity;
-}
-
-// The wake-up a message to `rank` waits for on average (NodeModel::wakeLatency): on a node
-// running more of the call's `nranks` ranks than it has cores, the receiver is off a core
-// with probability 1 - cores / ranks there.
-double expectedWake(const topology::Topology& topo, int rank, int nranks) {
-  if (topo.node.cores <= 0 || topo.node.wakeLatency <= 0) return 0;
-  const int first = topo.nodeOf(rank) * topo.node.devices;
-  const int onNode = std::min(topo.node.devices, nranks - first);
-  if (onNode <= topo.node.cores) return 0;
-  return topo.node.wakeLatency * (1.0 - static_cast<double>(topo.node.cores) / onNode);
-}
-
 class Simulation {
  public:
   Simulation(const ir::Algorithm& algorithm, topology::Fabric& fabric, const SimOptions& options)
@@ -263,7 +182,8 @@ class Simulation {
         options_(options),
         device_(fabric.topology().node.device),
         slicing_(device_.slices > 1),
-        protocol_(slicing_ ? protocolCost(algorithm.protocol) : ProtocolCost{}) {}
+        protocol_(slicing_ ? protocolCost(algorithm.protocol) : ProtocolCost{}),
+        net_(slicing_) {}
 
   SimResult run() {
     const auto wallStart = std::chrono::steady_clock::now();
@@ -314,7 +234,7 @@ class Simulation {
     cutEvents_ += cut.eventCount_ - eventCount_;
     Checkpoint point;
     point.finish = cut.finishTime_;
-    for (const SimResource& r : cut.resources_) {
+    for (const SimResource& r : cut.net_.resources()) {
       point.busy.push_back(r.busy);
       point.bytes.push_back(r.bytes);
     }
@@ -367,10 +287,11 @@ class Simulation {
       const Checkpoint& before = points[points.size() - 2];
       const Checkpoint& first = points[points.size() - 1 - kSteadyRepeats];
       finishTime_ = last.finish + periods * (last.finish - before.finish);
-      for (std::size_t r = 0; r < resources_.size(); ++r) {
-        resources_[r].busy =
+      std::vector<SimResource>& resources = net_.resources();
+      for (std::size_t r = 0; r < resources.size(); ++r) {
+        resources[r].busy =
             last.busy[r] + periods * (last.busy[r] - first.busy[r]) / kSteadyRepeats;
-        resources_[r].bytes = last.bytes[r] + periods * (last.bytes[r] - before.bytes[r]);
+        resources[r].bytes = last.bytes[r] + periods * (last.bytes[r] - before.bytes[r]);
       }
       tilesSimulated_ = cut;
       extrapolated_ = true;
@@ -383,12 +304,7 @@ class Simulation {
   // ---- set-up --------------------------------------------------------------------------
   void deriveTiling() {
     const std::size_t elem = options_.elementSize;
-    std::size_t count = options_.bytes / elem;
-    if (const auto collective = benchCollective(a_.collective))
-      count = perf::shapeFor(*collective, options_.bytes, elem, a_.nranks).count;
-    count = std::max<std::size_t>(count, 1);
-    const std::size_t q = ir::chunksPerBlock(a_);
-    chunkElems_ = (count + q - 1) / q;
+    chunkElems_ = callChunkElems(a_, options_);
     chunkBytes_ = chunkElems_ * elem;
     // The interpreter's tiling (ir/tiling.h); untiled, one tile covers the whole chunk.
     const ir::Tiling tiling =
@@ -408,62 +324,17 @@ class Simulation {
     return (tile == tiles_ - 1 ? lastTileElems_ : tileElems_) * options_.elementSize;
   }
 
-  int addResource(std::string name, ShareKind kind, double bandwidth, int capacity,
-                  int fabricIndex = kNone) {
-    SimResource r;
-    r.name = std::move(name);
-    r.kind = kind;
-    r.bandwidth = bandwidth;
-    r.capacity = capacity;
-    r.fabricIndex = fabricIndex;
-    resources_.push_back(std::move(r));
-    return static_cast<int>(resources_.size()) - 1;
-  }
-
-  // Fabric resources are mapped to simulator resources on first use (a 1024-rank fabric has
-  // many that a given program never touches).
-  int fabricResource(int index) {
-    auto [it, inserted] = fabricMap_.try_emplace(index, kNone);
-    if (inserted) {
-      const topology::Resource& r = fabric_.resources()[static_cast<std::size_t>(index)];
-      it->second = addResource(r.name, r.memory ? ShareKind::memory : ShareKind::wire, r.bandwidth,
-                               0, index);
-    }
-    return it->second;
-  }
-
   void buildResources() {
-    const topology::Topology& topo = fabric_.topology();
-    if (a_.nranks > fabric_.ranks())
-      throw OptionError(fmt::format(
-          "{} has {} ranks but topology '{}' has only {} devices; pick more nodes (--nodes) "
-          "or a bigger topology",
-          a_.name, a_.nranks, topo.name, fabric_.ranks()));
-    if (options_.bytes == 0)
-      throw OptionError("simulate: the call's size is 0 bytes; give a size of at least 1 element");
+    requireSimulable(a_, fabric_, options_);
     if (options_.slots < 1) throw OptionError("simulate: a FIFO needs at least 1 slot");
     if (options_.slotBytes < options_.elementSize)
       throw OptionError("simulate: the FIFO slot is smaller than one element");
-    if (topo.node.cores > 0) {
-      for (int n = 0; n * topo.node.devices < a_.nranks; ++n)
-        nodeCpu_.push_back(addResource(fmt::format("node{} cpu ({} cores)", n, topo.node.cores),
-                                       ShareKind::timeShare, 0, topo.node.cores));
-    }
+    HostEngines engines = addHostEngines(net_, fabric_.topology(), a_.nranks);
+    nodeCpu_ = std::move(engines.nodeCpu);
+    rankEngine_ = std::move(engines.rankEngine);
     if (device_.sendPorts > 0)
       ports_.assign(static_cast<std::size_t>(a_.nranks),
                     PortQueue{device_.sendPorts, {}, kNone, 0});
-    if (device_.engines > 0) {
-      for (int r = 0; r < a_.nranks; ++r) {
-        const int engine =
-            addResource(fmt::format("rank{} engines", r), ShareKind::timeShare, 0, device_.engines);
-        rankEngine_.push_back(engine);
-        if (!nodeCpu_.empty()) {
-          const int cpu = nodeCpu_[static_cast<std::size_t>(topo.nodeOf(r))];
-          resources_[static_cast<std::size_t>(engine)].parent = cpu;
-          resources_[static_cast<std::size_t>(cpu)].hasChildren = true;
-        }
-      }
-    }
   }
 
   void buildThreadblocks() {
@@ -528,7 +399,7 @@ class Simulation {
     dependents_.clear();
     for (const auto& e : edges)
       dependents_.push_back(e.second);
-    nodeWorkingSets_ = nodeWorkingSets();
+    nodeWorkingSets_ = nodeWorkingSets(a_, fabric_.topology(), chunkBytes_);
     for (auto& s : tbs_) {
       // Rates at the node's working set: caches are shared by the ranks of a node.
       const double workingSet =
@@ -542,11 +413,11 @@ class Simulation {
         if (s.cpu != kNone) list->push_back(s.cpu);
       }
       for (int r : fabric_.localResources(s.rank))
-        s.localResources.push_back(fabricResource(r));
+        s.localResources.push_back(net_.fabricResource(fabric_, r));
       if (s.program->sendPeer >= 0 && s.program->sendPeer != s.rank) {
         const topology::Route& route = fabric_.route(s.rank, s.program->sendPeer);
         for (int r : route.resources)
-          s.wireResources.push_back(fabricResource(r));
+          s.wireResources.push_back(net_.fabricResource(fabric_, r));
         s.messageDelay = route.latency + device_.messageLatency * protocol_.latency +
                          expectedWake(fabric_.topology(), s.program->sendPeer, a_.nranks);
       }
@@ -582,8 +453,7 @@ class Simulation {
       now_ = e.time;
       switch (e.kind) {
         case EventKind::flowDone: {
-          Flow& f = flows_[static_cast<std::size_t>(e.id)];
-          if (!f.active || f.version != e.version) break;
+          if (!net_.current(FlowEnd{e.time, e.id, e.version})) break;
           finishFlow(e.id);
           break;
         }
@@ -779,15 +649,11 @@ class Simulation {
       const double base = p.reduce ? s.reduceRate : s.copyRate;
       const double bytes = static_cast<double>(tileBytes(s.tile)) * static_cast<double>(step.count);
       const std::vector<int>& res = p.wire ? s.wireResources : s.localResources;
-      const bool bounded =
-          std::isfinite(base) || std::any_of(res.begin(), res.end(), [&](int r) {
-            return resources_[static_cast<std::size_t>(r)].kind != ShareKind::timeShare;
-          });
-      if (bytes > 0 && bounded) {
+      if (bytes > 0 && net_.bounded(base, res)) {
         const int id = startFlow(t, bytes, base, efficiency, res);
         if (slicing_ && p.wire) {
           // Cut-through: the first slice leaves after a slice's work at the starting rate.
-          const Flow& f = flows_[static_cast<std::size_t>(id)];
+          const Flow& f = net_.flow(id);
           schedule(now_ + bytes / device_.slices / f.rate + s.messageDelay, EventKind::headArrival,
                    s.sendConn);
         }
@@ -893,122 +759,24 @@ class Simulation {
   }
 
   // ---- flows ------------------------------------------------------------------------------
-  // Starts a flow of threadblock `t`'s current pass; returns its id.
+  // Queues the flow ends the network posted, in posting order.
+  void queueFlowEnds() {
+    for (const FlowEnd& end : net_.takePosted())
+      schedule(end.time, EventKind::flowDone, end.flow, end.version);
+  }
+
   int startFlow(int t, double bytes, double baseRate, double efficiency,
                 const std::vector<int>& res) {
-    int id;
-    if (!freeFlows_.empty()) {
-      id = freeFlows_.back();
-      freeFlows_.pop_back();
-    } else {
-      id = static_cast<int>(flows_.size());
-      flows_.emplace_back();
-    }
-    Flow& f = flows_[static_cast<std::size_t>(id)];
-    f.active = true;
-    f.tb = t;
-    f.bytes = bytes;
-    f.remaining = bytes;
-    f.baseRate = baseRate;
-    f.efficiency = efficiency;
-    f.updated = now_;
-    f.resources.assign(res.begin(), res.end());
-    for (int r : f.resources) {
-      SimResource& sr = resources_[static_cast<std::size_t>(r)];
-      if (sr.flows.empty()) sr.busySince = now_;
-      sr.flows.push_back(id);
-      if (sr.parent != kNone) changeDemand(sr, sr.flows.size() - 1);
-    }
-    f.rate = 0;
-    reschedule(id);
-    updateNeighbours(id);
+    const int id = net_.start(now_, t, bytes, baseRate, efficiency, res);
+    queueFlowEnds();
     return id;
   }
 
   void finishFlow(int id) {
-    Flow& f = flows_[static_cast<std::size_t>(id)];
-    f.active = false;
-    ++f.version;
-    for (int r : f.resources) {
-      SimResource& sr = resources_[static_cast<std::size_t>(r)];
-      auto it = std::find(sr.flows.begin(), sr.flows.end(), id);
-      *it = sr.flows.back();
-      sr.flows.pop_back();
-      if (sr.parent != kNone) changeDemand(sr, sr.flows.size() + 1);
-      if (sr.flows.empty()) sr.busy += now_ - sr.busySince;
-      if (sr.kind != ShareKind::timeShare) sr.bytes += f.bytes;
-    }
-    updateNeighbours(id);
-    freeFlows_.push_back(id);
-    ThreadblockState& s = tbs_[static_cast<std::size_t>(f.tb)];
-    ++s.pass;
-    startPass(f.tb);
-  }
-
-  // A rank engine's flow count changed from `before`: its node cpu's demand follows.
-  void changeDemand(const SimResource& engine, std::size_t before) {
-    const auto inUse = [&](std::size_t flows) {
-      return std::min(static_cast<double>(engine.capacity), static_cast<double>(flows));
-    };
-    resources_[static_cast<std::size_t>(engine.parent)].demand +=
-        inUse(engine.flows.size()) - inUse(before);
-  }
-
-  // Rate of flow `id` from the current shares (algorithm step 3 in the file comment).
-  double rateOf(const Flow& f) const {
-    double engine = f.baseRate;
-    double wire = kInfinity;
-    for (int r : f.resources) {
-      const SimResource& sr = resources_[static_cast<std::size_t>(r)];
-      const double n = static_cast<double>(sr.flows.size());
-      switch (sr.kind) {
-        case ShareKind::timeShare: {
-          // Nested shares multiply: a node's cores among its busy engines, then an engine
-          // among its flows.
-          const double load = sr.hasChildren ? sr.demand : n;
-          if (load > sr.capacity) engine *= sr.capacity / load;
-          break;
-        }
-        case ShareKind::memory:
-          engine = std::min(engine, sr.bandwidth / n);
-          break;
-        case ShareKind::wire:
-          wire = std::min(wire, sr.bandwidth / n);
-          break;
-      }
-    }
-    // A slicing device's SM fills slice k+1 while the wire drains slice k (simulator.h).
-    if (slicing_) return f.efficiency * std::min(engine, wire);
-    return f.efficiency / (1.0 / engine + 1.0 / wire);
-  }
-
-  // Brings `remaining` up to now at the old rate, takes the new rate and re-posts the end.
-  void reschedule(int id) {
-    Flow& f = flows_[static_cast<std::size_t>(id)];
-    if (f.rate > 0) f.remaining -= f.rate * (now_ - f.updated);
-    f.remaining = std::max(f.remaining, 0.0);
-    f.updated = now_;
-    const double rate = rateOf(f);
-    if (rate == f.rate && f.remaining > kByteEpsilon) return;  // its end event still holds
-    f.rate = rate;
-    ++f.version;
-    const double left = f.remaining > kByteEpsilon ? f.remaining / rate : 0.0;
-    schedule(now_ + left, EventKind::flowDone, id, f.version);
-  }
-
-  // A flow started or ended: every other flow on its resources may change rate.
-  void updateNeighbours(int id) {
-    const Flow& f = flows_[static_cast<std::size_t>(id)];
-    touched_.clear();
-    for (int r : f.resources)
-      for (int other : resources_[static_cast<std::size_t>(r)].flows)
-        if (other != id) touched_.push_back(other);
-    if (touched_.size() > 1) {
-      std::sort(touched_.begin(), touched_.end());
-      touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
-    }
-    for (int other : touched_)
-      reschedule(other);
+    const int t = net_.finish(now_, id);
+    queueFlowEnds();
+    ++tbs_[static_cast<std::size_t>(t)].pass;
+    startPass(t);
   }
 
   // ---- results ----------------------------------------------------------------------------
@@ -1039,60 +807,17 @@ class Simulation {
         options_.slots));
   }
 
-  // Bytes of the call's buffers (input, output, scratch) of each node's ranks.
-  std::vector<double> nodeWorkingSets() const {
-    std::vector<double> sets;
-    for (const auto& rp : a_.ranks) {
-      const auto node = static_cast<std::size_t>(fabric_.topology().nodeOf(rp.rank));
-      if (sets.size() <= node) sets.resize(node + 1, 0.0);
-      sets[node] += static_cast<double>(rp.inputChunks + rp.outputChunks + rp.scratchChunks) *
-                    static_cast<double>(chunkBytes_);
-    }
-    return sets;
-  }
-
   SimResult collect() {
     SimResult r;
     r.bytes = options_.bytes;
-    r.seconds = finishTime_;
     r.tiles = callTiles_;
     r.tilesSimulated = tilesSimulated_;
     r.extrapolated = extrapolated_;
-    for (double set : nodeWorkingSets_)
-      r.workingSet = std::max(r.workingSet, set);
     r.stepsExecuted = stepsExecuted_ + cutSteps_;
     r.events = eventCount_ + cutEvents_;
-    if (r.seconds > 0) {
-      r.algbw = static_cast<double>(options_.bytes) / r.seconds;
-      const auto collective = benchCollective(a_.collective);
-      const double factor = collective ? perf::busBandwidthFactor(*collective, a_.nranks) : 1.0;
-      r.busbw = r.algbw * factor;
-    }
-    for (const auto& sr : resources_) {
-      if (sr.kind == ShareKind::timeShare || sr.bytes <= 0) continue;
-      LinkUse use;
-      use.name = sr.name;
-      use.bytes = sr.bytes;
-      use.busy = sr.busy;
-      use.utilization = r.seconds > 0 ? sr.bytes / (sr.bandwidth * r.seconds) : 0;
-      r.links.push_back(std::move(use));
-    }
-    std::stable_sort(r.links.begin(), r.links.end(), [](const LinkUse& x, const LinkUse& y) {
-      return x.utilization > y.utilization;
-    });
-    if (options_.criticalPath && !records_.empty()) {
-      int last = 0;
-      for (std::size_t i = 0; i < records_.size(); ++i)
-        if (records_[i].end > records_[static_cast<std::size_t>(last)].end)
-          last = static_cast<int>(i);
-      for (int at = last; at != kNone; at = preds_[static_cast<std::size_t>(at)]) {
-        StepRecord rec = records_[static_cast<std::size_t>(at)];
-        rec.waitedFor = waitText(at);
-        r.criticalPath.push_back(std::move(rec));
-        if (r.criticalPath.size() > records_.size()) break;  // defensive: no cycles expected
-      }
-      std::reverse(r.criticalPath.begin(), r.criticalPath.end());
-    }
+    summarize(r, a_, finishTime_, net_, nodeWorkingSets_);
+    if (options_.criticalPath)
+      r.criticalPath = criticalPathOf(records_, preds_, [&](int at) { return waitText(at); });
     if (options_.trace) r.trace = std::move(records_);
     return r;
   }
@@ -1133,8 +858,7 @@ class Simulation {
   std::size_t cutSteps_ = 0;  // simulated by the cut calls' copies
   std::size_t cutEvents_ = 0;
 
-  std::vector<SimResource> resources_;
-  std::unordered_map<int, int> fabricMap_;
+  FlowNetwork net_;
   std::vector<int> nodeCpu_;
   std::vector<double> nodeWorkingSets_;  // bytes of the call's buffers per node (nodeWorkingSets)
   std::vector<int> rankEngine_;
@@ -1144,9 +868,6 @@ class Simulation {
   std::vector<int> dependentStart_;
   std::vector<int> dependents_;
   std::vector<Connection> conns_;
-  std::vector<Flow> flows_;
-  std::vector<int> freeFlows_;
-  std::vector<int> touched_;
   std::vector<int> worklist_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::uint64_t seq_ = 0;
@@ -1189,6 +910,7 @@ std::optional<perf::Collective> benchCollective(ir::CollectiveKind kind) {
 
 SimResult simulate(const ir::Algorithm& algorithm, topology::Fabric& fabric,
                    const SimOptions& options) {
+  if (ir::hasOneSidedOps(algorithm)) return simulateOneSided(algorithm, fabric, options);
   ir::requireStepEndpoints(algorithm, "simulated");  // plans may arrive unverified
   ir::requireTwoSidedOps(algorithm, "the simulator");
   return Simulation(algorithm, fabric, options).run();

@@ -1,7 +1,7 @@
 // `chorus verify`, `run` and `simulate` on a plan file whose two-sided step names its own peer and
 // channel (only one-sided ops may): verify reports the step, run and simulate refuse the plan
 // (exit 1) instead of running it on the threadblock's connection; and an MSCCL++ execution plan
-// is read, verified and run on thread ranks (processes and the simulator refuse it).
+// is read, verified, run on thread ranks (processes refuse it) and simulated.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -69,7 +69,7 @@ TEST(StepEndpointsCli, WithoutTheStepsPeerAndChannelThePlanIsValid) {
   EXPECT_THAT(result.output, HasSubstr("[allreduce.ring]: ok"));
 }
 
-TEST(StepEndpointsCli, MscclppPlanIsReadVerifiedAndRunOnThreads) {
+TEST(StepEndpointsCli, MscclppPlanIsReadVerifiedRunOnThreadsAndSimulated) {
   TempDir dir;
   // Rank 0 puts its input into rank 1's output and signals; rank 1 waits, then copies its own.
   const std::string plan = dir.write("mscclpp.json", R"({
@@ -107,9 +107,11 @@ TEST(StepEndpointsCli, MscclppPlanIsReadVerifiedAndRunOnThreads) {
   EXPECT_EQ(shm.exitCode, 1) << shm.output;
   EXPECT_THAT(shm.output, HasSubstr("plan 'gather_to_1' is one-sided (an MSCCL++ plan): it runs "
                                     "on thread ranks (--transport thread), not yet on processes"));
-  const CommandResult simulate = runCli("simulate '" + plan + "' --topology dgx1");
-  EXPECT_EQ(simulate.exitCode, 1) << simulate.output;
-  EXPECT_THAT(simulate.output, HasSubstr("(put) is a one-sided operation"));
+  const CommandResult simulate =
+      runCli("simulate '" + plan + "' --topology dgx1 --bytes 64K --critical-path");
+  EXPECT_EQ(simulate.exitCode, 0) << simulate.output;
+  EXPECT_THAT(simulate.output, HasSubstr("one-sided plan: each step moves its whole chunks"));
+  EXPECT_THAT(simulate.output, HasSubstr("signal from rank 0 on channel 0"));
 }
 
 TEST(StepEndpointsCli, CompiledPlanIsWrittenAsMscclppJsonVerifiedAndRun) {

@@ -115,6 +115,9 @@ class ProgramsEmitVerifyAndRun(unittest.TestCase):
         run = chorus.run(plans[0], bytes="4K", timeout=60)
         self.assertTrue(run.ok and run.postcondition_known, "%s: %r" % (name, run))
         self.assertGreater(run.checked, 0)
+        sim = chorus.simulate(plans[0], topology="dgx-h100", bytes="1M")
+        self.assertGreater(sim.seconds, 0, name)
+        self.assertTrue(sim.links, name)  # its puts crossed NVLink
 
     def test_instances_replicate_threadblocks_and_channels(self):
         _, one = self.plan_json("allreduce_read_reduce_put")

@@ -247,6 +247,8 @@ std::string tableTitle(const Plan& plan, const topology::Topology& topology,
                          cost->beta > 0 ? 1e-9 / cost->beta : 0.0,
                          cost->gamma > 0 ? fmt::format("{:.2f} GB/s", 1e-9 / cost->gamma)
                                          : std::string("unlimited"));
+  } else if (ir::hasOneSidedOps(a)) {
+    title += "; one-sided plan: each step moves its whole chunks (no FIFO slots)";
   } else if (args.noTiling) {
     title += "; tiling off";
   } else {
