@@ -1,10 +1,10 @@
 // Runs a one-sided plan (MSCCL++ execution plans: puts, gets, signals, waits, barriers,
-// semaphores; ir::hasOneSidedOps) on N ranks that are threads of this process, one thread per
-// threadblock, with exact integer-valued inputs, and checks the results as runOnThreads does
-// (run_check.h). A memory or port channel is the peer's buffer itself: a put or get is a copy
-// between the two ranks' memory, a signal a release increment of the paired channel's token
-// count and a wait an acquire spin until its token arrived; a flush has nothing left to wait
-// for. runOnThreads hands such plans here.
+// semaphores, LL packets; ir::hasOneSidedOps) with exact integer-valued inputs and checks the
+// results as the two-sided runners do (run_check.h), one thread per threadblock
+// (one_sided_engine.h): on N ranks that are threads of this process (runOnThreads hands such
+// plans here), or on N forked rank processes (runOnProcesses does), each of which keeps its
+// buffers, scratch, packets and token counts in a shared-memory segment that every peer maps,
+// so a memory or port channel is the peer's mapped memory itself.
 #pragma once
 
 #include <cstdint>
@@ -21,5 +21,11 @@ namespace chorus::runtime {
 // waits longer than options.timeout (the plan deadlocks: 'chorus verify' says why).
 RunReport runOneSidedOnThreads(const ir::Algorithm& algorithm, const RunOptions& options,
                                std::vector<std::vector<std::uint8_t>>* outputs = nullptr);
+
+// The same on processes over shared memory (options.transport empty, "shm" or "auto"; the
+// transport's connections only tell a rank that a peer failed). Throws as runOnProcesses does,
+// and OptionError for tcp: a one-sided plan needs its peers' memory mapped (port channels as
+// messages over tcp are not implemented).
+RunReport runOneSidedOnProcesses(const ir::Algorithm& algorithm, const RunOptions& options);
 
 }  // namespace chorus::runtime

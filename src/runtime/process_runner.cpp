@@ -21,6 +21,7 @@
 
 #include "ir/step_endpoints.h"
 #include "runtime/executor.h"
+#include "runtime/one_sided_runner.h"
 #include "support/error.h"
 #include "transport/file_store.h"
 #include "transport/registry.h"
@@ -255,30 +256,6 @@ class TemporaryDirectory {
   std::string path_;
 };
 
-// Unlinks every /dev/shm name of the run on scope exit (what killed ranks could not remove).
-class ShmNameSweeper {
- public:
-  explicit ShmNameSweeper(std::string prefix) : prefix_(std::move(prefix) + "-") {}
-  ShmNameSweeper(const ShmNameSweeper&) = delete;
-  ShmNameSweeper& operator=(const ShmNameSweeper&) = delete;
-  ~ShmNameSweeper() {
-    std::error_code error;
-    for (std::filesystem::directory_iterator it("/dev/shm", error), end; !error && it != end;
-         it.increment(error)) {
-      const std::string name = it->path().filename().string();
-      if (name.rfind(prefix_, 0) == 0) ::shm_unlink(("/" + name).c_str());
-    }
-  }
-
- private:
-  std::string prefix_;
-};
-
-std::string uniquePrefix() {
-  std::random_device random;
-  return fmt::format("chorus-run-{}-{:08x}", ::getpid(), random());
-}
-
 std::string describeEnd(const Child& child, int status) {
   if (WIFSIGNALED(status))
     return fmt::format("rank {} (pid {}) was killed by signal {} ({}) before it reported a result",
@@ -392,7 +369,7 @@ std::vector<RankOutcome> runRankProcesses(const RankProcessOptions& options,
     throw OptionError(fmt::format("a process run needs at least 1 rank, got {}", options.nranks));
   const transport::TransportEntry& transportEntry = processTransport(options.transport);
   TemporaryDirectory directory;
-  const LaunchPlan plan{options, transportEntry, directory.path(), uniquePrefix()};
+  const LaunchPlan plan{options, transportEntry, directory.path(), uniqueRunPrefix()};
   ShmNameSweeper sweeper(plan.namePrefix);
   std::vector<Child> children;
   children.reserve(static_cast<std::size_t>(options.nranks));
@@ -430,6 +407,31 @@ std::vector<RankOutcome> runRankProcesses(const RankProcessOptions& options,
   return outcomes;
 }
 
+ShmNameSweeper::~ShmNameSweeper() {
+  std::error_code error;
+  for (std::filesystem::directory_iterator it("/dev/shm", error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix_, 0) == 0) ::shm_unlink(("/" + name).c_str());
+  }
+}
+
+std::string uniqueRunPrefix() {
+  std::random_device random;
+  return fmt::format("chorus-run-{}-{:08x}", ::getpid(), random());
+}
+
+RunReport mergeRankReports(const std::vector<RankOutcome>& outcomes) {
+  RunReport report;
+  for (const auto& o : outcomes) {
+    report.checkedElements += o.report.checkedElements;
+    report.wrongElements += o.report.wrongElements;
+    if (report.firstWrong.empty()) report.firstWrong = o.report.firstWrong;
+    report.seconds = std::max(report.seconds, o.report.seconds);
+  }
+  return report;
+}
+
 void throwFirstFailure(const std::vector<RankOutcome>& outcomes) {
   for (const auto& o : outcomes)
     if (o.reported && !o.ok() && o.errorKind != RankErrorKind::comm)
@@ -441,11 +443,8 @@ void throwFirstFailure(const std::vector<RankOutcome>& outcomes) {
 }
 
 ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRunOptions& options) {
-  if (ir::hasOneSidedOps(algorithm))
-    throw PlanError(fmt::format(
-        "plan '{}' is one-sided (an MSCCL++ plan): it runs on thread ranks (--transport thread), "
-        "not yet on processes",
-        algorithm.name));
+  // One-sided plans (MSCCL++) have their own runner: peers' memory mapped, no messages.
+  if (ir::hasOneSidedOps(algorithm)) return runOneSidedOnProcesses(algorithm, options);
   ir::requireStepEndpoints(algorithm, "run");  // plans arrive here unverified (chorus run FILE)
   const int iterations = std::max(1, options.iterations);
   const ExecutorEntry& executorEntry = requireExecutor(options.executor, "RunOptions.executor");
@@ -483,14 +482,7 @@ ProcessRunReport runOnProcesses(const ir::Algorithm& algorithm, const ProcessRun
         return report;
       });
   throwFirstFailure(outcomes);
-  ProcessRunReport report;
-  for (const auto& o : outcomes) {
-    report.checkedElements += o.report.checkedElements;
-    report.wrongElements += o.report.wrongElements;
-    if (report.firstWrong.empty()) report.firstWrong = o.report.firstWrong;
-    report.seconds = std::max(report.seconds, o.report.seconds);
-  }
-  return report;
+  return mergeRankReports(outcomes);
 }
 
 }  // namespace chorus::runtime

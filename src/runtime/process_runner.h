@@ -75,6 +75,25 @@ using RankMain = std::function<RunReport(int rank, transport::ConnectionSet& con
 std::vector<RankOutcome> runRankProcesses(const RankProcessOptions& options,
                                           const RankMain& rankMain);
 
+// The ranks' reports as one: counts summed, the first wrong element, the slowest rank's time.
+RunReport mergeRankReports(const std::vector<RankOutcome>& outcomes);
+
+// A name prefix unique to one run ("chorus-run-<pid>-<random>"), for its /dev/shm names.
+std::string uniqueRunPrefix();
+
+// Unlinks every /dev/shm name that starts with `prefix` + "-" when it goes out of scope: what
+// ranks that were killed could not remove.
+class ShmNameSweeper {
+ public:
+  explicit ShmNameSweeper(std::string prefix) : prefix_(std::move(prefix) + "-") {}
+  ShmNameSweeper(const ShmNameSweeper&) = delete;
+  ShmNameSweeper& operator=(const ShmNameSweeper&) = delete;
+  ~ShmNameSweeper();
+
+ private:
+  std::string prefix_;
+};
+
 // Returns if every rank succeeded; otherwise throws the root cause: a rank's own error (not a
 // CommError), else a rank process that died, else the first CommError; in rank order.
 void throwFirstFailure(const std::vector<RankOutcome>& outcomes);

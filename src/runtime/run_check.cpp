@@ -10,6 +10,7 @@
 #include "ir/collective.h"
 #include "runtime/collective_args.h"
 #include "runtime/reduce_kernels.h"
+#include "support/error.h"
 
 namespace chorus::runtime {
 
@@ -227,6 +228,35 @@ void RankBuffers::reset() {
   const std::size_t elements = inputElements(algorithm_, rank_, options_.count);
   for (std::size_t i = 0; i < elements; ++i)
     storeInput(options_, rank_, i, input_ + i * esz);
+}
+
+std::size_t RankBuffers::offsetInMirror(const std::uint8_t* at) const {
+  if (at >= in_.data() && at < in_.data() + in_.size())
+    return static_cast<std::size_t>(at - in_.data());
+  return in_.size() + static_cast<std::size_t>(at - out_.data());
+}
+
+void RankBuffers::copyToMirror(std::uint8_t* mirror) const {
+  if (!in_.empty()) std::memcpy(mirror, in_.data(), in_.size());
+  if (!out_.empty()) std::memcpy(mirror + in_.size(), out_.data(), out_.size());
+}
+
+void RankBuffers::copyFromMirror(const std::uint8_t* mirror) {
+  if (!in_.empty()) std::memcpy(in_.data(), mirror, in_.size());
+  if (!out_.empty()) std::memcpy(out_.data(), mirror + in_.size(), out_.size());
+}
+
+void rethrowRootCause(const std::vector<std::exception_ptr>& errors) {
+  for (const auto& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const CommError&) {
+      continue;
+    }
+  }
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 void checkThreadRanks(const ir::Algorithm& algorithm, const RunOptions& options,

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,7 +64,18 @@ class RankBuffers {
   const void* input() const { return input_; }
   void* output() const { return output_; }
 
+  // The buffers as one run of bytes (the input's storage, then the output's), to mirror them
+  // in memory peers map (one-sided runs on processes): its size, where input() and output()
+  // lie in it, and copies to and from such a mirror.
+  std::size_t mirrorBytes() const { return in_.size() + out_.size(); }
+  std::size_t inputOffsetInMirror() const { return offsetInMirror(input_); }
+  std::size_t outputOffsetInMirror() const { return offsetInMirror(output_); }
+  void copyToMirror(std::uint8_t* mirror) const;
+  void copyFromMirror(const std::uint8_t* mirror);
+
  private:
+  std::size_t offsetInMirror(const std::uint8_t* at) const;
+
   const ir::Algorithm& algorithm_;
   const int rank_;
   const RunOptions options_;
@@ -90,6 +102,10 @@ void checkRankInput(const ir::Algorithm& algorithm, int rank, const RunOptions& 
 void checkThreadRanks(const ir::Algorithm& algorithm, const RunOptions& options,
                       const std::vector<std::unique_ptr<RankBuffers>>& buffers, RunReport* report,
                       std::vector<std::vector<std::uint8_t>>* outputs);
+
+// Rethrows the root cause among `errors` (null entries ignored): the first that is not a
+// CommError (those are failures caused elsewhere), else the first. Returns if there is none.
+void rethrowRootCause(const std::vector<std::exception_ptr>& errors);
 
 // What ranks exchange so a peer running a different call is detected (ExecOptions::callTag,
 // a hash of the description) and named (ConnectionSet::publishCall).

@@ -72,18 +72,7 @@ ThreadRunReport runOnThreads(const ir::Algorithm& algorithm, const ThreadRunOpti
     report.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // Report the root cause: a rank's own error before the ones it caused elsewhere.
-    for (auto& e : errors) {
-      if (!e) continue;
-      try {
-        std::rethrow_exception(e);
-      } catch (const CommError&) {
-        continue;
-      } catch (...) {
-        throw;
-      }
-    }
-    for (auto& e : errors)
-      if (e) std::rethrow_exception(e);
+    rethrowRootCause(errors);
   }
   checkThreadRanks(algorithm, options, buffers, &report, outputs);
   return report;

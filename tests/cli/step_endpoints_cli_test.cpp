@@ -1,7 +1,7 @@
 // `chorus verify`, `run` and `simulate` on a plan file whose two-sided step names its own peer and
 // channel (only one-sided ops may): verify reports the step, run and simulate refuse the plan
 // (exit 1) instead of running it on the threadblock's connection; and an MSCCL++ execution plan
-// is read, verified, run on thread ranks (processes refuse it) and simulated.
+// is read, verified, run on thread ranks and shm processes (tcp refuses it) and simulated.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -69,7 +69,7 @@ TEST(StepEndpointsCli, WithoutTheStepsPeerAndChannelThePlanIsValid) {
   EXPECT_THAT(result.output, HasSubstr("[allreduce.ring]: ok"));
 }
 
-TEST(StepEndpointsCli, MscclppPlanIsReadVerifiedRunOnThreadsAndSimulated) {
+TEST(StepEndpointsCli, MscclppPlanIsReadVerifiedRunAndSimulated) {
   TempDir dir;
   // Rank 0 puts its input into rank 1's output and signals; rank 1 waits, then copies its own.
   const std::string plan = dir.write("mscclpp.json", R"({
@@ -104,9 +104,11 @@ TEST(StepEndpointsCli, MscclppPlanIsReadVerifiedRunOnThreadsAndSimulated) {
   EXPECT_EQ(run.exitCode, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("ran, NOT checked"));
   const CommandResult shm = runCli("run '" + plan + "' --bytes 4K --transport shm");
-  EXPECT_EQ(shm.exitCode, 1) << shm.output;
-  EXPECT_THAT(shm.output, HasSubstr("plan 'gather_to_1' is one-sided (an MSCCL++ plan): it runs "
-                                    "on thread ranks (--transport thread), not yet on processes"));
+  EXPECT_EQ(shm.exitCode, 0) << shm.output;
+  EXPECT_THAT(shm.output, HasSubstr("ran, NOT checked"));
+  const CommandResult tcp = runCli("run '" + plan + "' --bytes 4K --transport tcp");
+  EXPECT_EQ(tcp.exitCode, 2) << tcp.output;  // an option error
+  EXPECT_THAT(tcp.output, HasSubstr("--transport tcp has no shared memory"));
   const CommandResult simulate =
       runCli("simulate '" + plan + "' --topology dgx1 --bytes 64K --critical-path");
   EXPECT_EQ(simulate.exitCode, 0) << simulate.output;

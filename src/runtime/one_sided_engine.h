@@ -1,0 +1,89 @@
+// Executes the threadblocks of a one-sided plan (MSCCL++ execution plans: puts, gets, signals,
+// waits, flushes, barriers, semaphores, LL packets; ir::hasOneSidedOps) on CPU threads, one
+// thread per threadblock, over memory that every rank's threads can reach: the thread runner
+// gives it every rank's memory in this process, a rank process gives it its own and its peers'
+// mapped shared segments (one_sided_runner.h). A memory or port channel is the peer's memory
+// itself: a put or get copies between the two ranks' memory, a signal is a release increment
+// of the paired channel's token count there, a wait an acquire spin until its token arrived; a
+// flush has nothing left to wait for (puts are done when issued).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/algorithm.h"
+#include "runtime/run_check.h"
+
+namespace chorus::runtime {
+
+// Where one rank's memory of a one-sided run lies: the buffers peers' puts and gets reach, its
+// LL packet areas (per buffer kind: a value and a flag per element, flags 0 at the start of a
+// launch and 1 once written) and the token counts of its channels (0 at the start).
+struct OneSidedRankMemory {
+  std::uint8_t* input = nullptr;
+  std::uint8_t* output = nullptr;
+  std::uint8_t* scratch = nullptr;
+  std::array<std::uint8_t*, 3> packetData{};
+  std::array<std::atomic<std::uint32_t>*, 3> packetFlags{};
+  std::atomic<std::uint64_t>* tokens = nullptr;
+};
+
+// Where the parts of one rank's one-sided memory lie in one region of `bytes` (offsets from its
+// start, aligned for the atomics): token counts, packet flags and values of the buffer kinds
+// the plan reads or writes as packets (else none), scratch, and, with `mirror`, the rank's user
+// buffers as RankBuffers mirrors them (mirrorBytes()).
+struct OneSidedRegion {
+  std::size_t tokens = 0;
+  std::size_t tokenCount = 0;  // the rank's channels
+  std::array<std::size_t, 3> packetElements{};
+  std::array<std::size_t, 3> packetFlags{};
+  std::array<std::size_t, 3> packetData{};
+  std::array<bool, 3> hasPackets{};
+  std::size_t scratch = 0;
+  std::size_t mirror = 0;
+  std::size_t bytes = 0;
+};
+OneSidedRegion oneSidedRegion(const ir::Algorithm& algorithm, int rank, const RunOptions& options,
+                              std::size_t mirrorBytes);
+
+// The views of a region laid out by oneSidedRegion at `base`; input and output as given.
+OneSidedRankMemory oneSidedMemoryAt(std::uint8_t* base, const OneSidedRegion& region,
+                                    std::uint8_t* input, std::uint8_t* output);
+// Readies the region at `base` for a launch: zero bytes before its mirror (scratch and packet
+// values too), token counts and packet flags created at 0. Its owner calls it before any rank
+// reaches the region.
+void resetOneSidedRegion(std::uint8_t* base, const OneSidedRegion& region);
+
+class OneSidedExecution {
+ public:
+  // `memory[r]` is rank r's memory, reachable from here for every rank; `localRanks` are the
+  // ranks whose threadblocks run here. `failed` (may be null) is polled while waiting: a failure
+  // elsewhere (another process of the group) stops the wait with a CommError naming it.
+  OneSidedExecution(const ir::Algorithm& algorithm, const RunOptions& options,
+                    std::vector<OneSidedRankMemory> memory, std::vector<int> localRanks,
+                    std::function<std::string()> failed = {});
+  ~OneSidedExecution();
+  OneSidedExecution(const OneSidedExecution&) = delete;
+  OneSidedExecution& operator=(const OneSidedExecution&) = delete;
+
+  // Runs every threadblock of the local ranks on its own thread until all ended; rethrows the
+  // root cause of the first failure (TimeoutError naming the step of a plan that deadlocks).
+  void run();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The plan's structure as the verifier checks it, and what the one-sided runners do not take
+// yet (ReduceOp::avg, given inputs): throws PlanError or OptionError before anything runs.
+void requireRunnableOneSided(const ir::Algorithm& algorithm, const RunOptions& options);
+
+}  // namespace chorus::runtime
