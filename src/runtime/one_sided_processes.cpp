@@ -37,6 +37,12 @@ struct SegmentHeader {
 constexpr std::size_t kSegmentHeaderBytes = 64;
 static_assert(sizeof(SegmentHeader) <= kSegmentHeaderBytes);
 
+// How long a rank waits at a barrier for its peers: twice a launch's timeout and some slack for
+// a loaded host, so a peer's own timeout (which names its step) comes first.
+std::chrono::milliseconds barrierWait(const RunOptions& options) {
+  return 2 * options.timeout + std::chrono::seconds(10);
+}
+
 std::string segmentName(const std::string& prefix, int rank) {
   return fmt::format("/{}-os-r{}", prefix, rank);
 }
@@ -126,9 +132,9 @@ class OneSidedRank {
     buffers_.copyToMirror(ownBase() + region_.mirror);
   }
 
-  // Every rank of the group gets here once more (a count in rank 0's header). Waits twice the
-  // timeout: a peer still running times out on its own first and names its blocked step (the
-  // root cause), and its failure then ends this wait.
+  // Every rank of the group gets here once more (a count in rank 0's header). Waits longer than
+  // a launch may take (kBarrierWait): a peer still running times out on its own first and names
+  // its blocked step (the root cause), and its failure (or death) then ends this wait.
   void barrier() {
     const auto n = static_cast<std::uint64_t>(a_.nranks);
     const std::uint64_t target = ++barriers_ * n;
@@ -136,7 +142,7 @@ class OneSidedRank {
     arrivals.fetch_add(1, std::memory_order_acq_rel);
     transport::waitUntil(
         [&] { return arrivals.load(std::memory_order_acquire) >= target; },
-        Clock::now() + 2 * options_.timeout, [this] { return connections_.abortReason(); },
+        Clock::now() + barrierWait(options_), [this] { return connections_.abortReason(); },
         fmt::format("every rank to reach barrier {} of the one-sided run", barriers_));
   }
 
@@ -169,9 +175,9 @@ RunReport runOneSidedOnProcesses(const ir::Algorithm& algorithm, const RunOption
   launch.fifo = options.fifo;
   launch.timeout = options.timeout;
   const int iterations = std::max(1, options.iterations);
-  // The first barrier, then per iteration the run (one timeout) and up to two barriers (two
-  // timeouts each).
-  launch.waitLimit = options.timeout * (5 * iterations + 2) + std::chrono::seconds(10);
+  // The first barrier, then per iteration the run (one timeout) and up to two barriers.
+  launch.waitLimit = options.timeout * (iterations + 1) +
+                     barrierWait(options) * (2 * iterations + 1) + std::chrono::seconds(10);
   const auto outcomes =
       runRankProcesses(launch, [&](int rank, transport::ConnectionSet& connections) {
         OneSidedRank self(algorithm, options, rank, connections, prefix);
