@@ -25,6 +25,8 @@ struct Connection {
   int receiverChannel = -1;  // and the receiver's (its pair)
   std::vector<int> landing;  // per message: its first landing chunk in the receiver's scratch
   std::vector<int> counts;   // per message: its chunks
+  // LL plans: per message, its first landing chunk of packets (after all plain scratch).
+  std::vector<int> packetLanding;
 };
 
 // One local chunk range a data step reads or writes.
@@ -33,6 +35,7 @@ struct Access {
   int index = 0;
   int count = 0;
   bool writes = false;
+  bool packets = false;  // the chunks' packets, a memory apart from their plain data
 };
 
 // Builds one threadblock's one-sided steps, inserting the nops MSCCL++ needs.
@@ -54,34 +57,39 @@ class Emitter {
     s.channel = channel;
     out_.push_back(s);
   }
-  void copy(BufferKind fromBuffer, int from, BufferKind toBuffer, int to, int count) {
-    data(OpKind::copy, fromBuffer, from, toBuffer, to, count, -1);
+  // `fromPackets`: read the source chunks' LL packets (waiting for them) instead of their data.
+  void copy(BufferKind fromBuffer, int from, BufferKind toBuffer, int to, int count,
+            bool fromPackets = false) {
+    data(OpKind::copy, fromBuffer, from, toBuffer, to, count, -1, fromPackets, false);
   }
-  void reduce(BufferKind fromBuffer, int from, BufferKind toBuffer, int to, int count) {
-    data(OpKind::reduce, fromBuffer, from, toBuffer, to, count, -1);
+  void reduce(BufferKind fromBuffer, int from, BufferKind toBuffer, int to, int count,
+              bool fromPackets = false) {
+    data(OpKind::reduce, fromBuffer, from, toBuffer, to, count, -1, fromPackets, false);
   }
-  void put(BufferKind fromBuffer, int from, int peer, int to, int count) {
-    data(OpKind::put, fromBuffer, from, BufferKind::scratch, to, count, peer);
+  // `toPackets`: write the peer's landing chunks as LL packets.
+  void put(BufferKind fromBuffer, int from, int peer, int to, int count, bool toPackets = false) {
+    data(OpKind::put, fromBuffer, from, BufferKind::scratch, to, count, peer, false, toPackets);
   }
 
  private:
   static bool overlaps(const Access& a, const Access& b) {
-    return a.buffer == b.buffer && a.index < b.index + b.count && b.index < a.index + a.count &&
-           (a.writes || b.writes);
+    return a.buffer == b.buffer && a.packets == b.packets && a.index < b.index + b.count &&
+           b.index < a.index + a.count && (a.writes || b.writes);
   }
-  // A put of exactly what the step before reduced into is one MSCCL++ op (`res`, the writer
-  // fuses them): it needs no nop between.
-  bool putsWhatWasReduced(OpKind op, BufferKind fromBuffer, int from, int count) const {
-    if (op != OpKind::put || out_.empty()) return false;
+  // A plain put of exactly what the step before reduced into (from plain data) is one MSCCL++
+  // op (`res`, the writer fuses them): it needs no nop between.
+  bool putsWhatWasReduced(OpKind op, BufferKind fromBuffer, int from, int count,
+                          bool toPackets) const {
+    if (op != OpKind::put || toPackets || out_.empty()) return false;
     const Step& last = out_.back();
-    return last.op == OpKind::reduce && last.dstBuffer == fromBuffer && last.dstIndex == from &&
-           last.count == count;
+    return last.op == OpKind::reduce && !last.srcPackets && last.dstBuffer == fromBuffer &&
+           last.dstIndex == from && last.count == count;
   }
   void data(OpKind op, BufferKind fromBuffer, int from, BufferKind toBuffer, int to, int count,
-            int peer) {
-    std::vector<Access> mine = {{fromBuffer, from, count, false}};
-    if (peer < 0) mine.push_back({toBuffer, to, count, true});
-    if (!putsWhatWasReduced(op, fromBuffer, from, count)) {
+            int peer, bool fromPackets, bool toPackets) {
+    std::vector<Access> mine = {{fromBuffer, from, count, false, fromPackets}};
+    if (peer < 0) mine.push_back({toBuffer, to, count, true, false});
+    if (!putsWhatWasReduced(op, fromBuffer, from, count, toPackets)) {
       bool conflict = false;
       for (const Access& a : mine)
         for (const Access& b : pending_)
@@ -96,6 +104,8 @@ class Emitter {
     s.dstBuffer = toBuffer;
     s.dstIndex = to;
     s.count = count;
+    s.srcPackets = fromPackets;
+    s.dstPackets = toPackets;
     out_.push_back(s);
     pending_.insert(pending_.end(), mine.begin(), mine.end());
   }
@@ -106,7 +116,7 @@ class Emitter {
 
 class Lowering {
  public:
-  explicit Lowering(const Algorithm& plan) : in_(plan) {}
+  explicit Lowering(const Algorithm& plan) : in_(plan), ll_(plan.protocol == Protocol::ll) {}
 
   Algorithm run() {
     out_ = in_;
@@ -115,12 +125,13 @@ class Lowering {
       program.semaphores.clear();
     }
     findConnections();
+    if (ll_) placePacketLandings();
     pairChannels();
     numberDependencies();
     for (std::size_t r = 0; r < in_.ranks.size(); ++r)
       for (std::size_t t = 0; t < in_.ranks[r].threadblocks.size(); ++t)
         lowerThreadblock(static_cast<int>(r), static_cast<int>(t));
-    out_.protocol = Protocol::simple;
+    out_.protocol = ll_ ? Protocol::ll : Protocol::simple;
     return std::move(out_);
   }
 
@@ -187,6 +198,25 @@ class Lowering {
     slot = tb;
   }
 
+  // LL: each message also lands as packets, in chunks of the receiver's scratch whose packets
+  // lie past all its plain scratch (the packets of chunk c fill the bytes of plain chunks 2c and
+  // 2c + 1, MSCCL++ packet_device.hpp); the scratch grows to hold them.
+  void placePacketLandings() {
+    std::vector<int> next(out_.ranks.size());
+    for (std::size_t r = 0; r < out_.ranks.size(); ++r)
+      next[r] = (out_.ranks[r].scratchChunks + 1) / 2;
+    for (auto& [key, c] : connections_) {
+      const auto receiver = static_cast<std::size_t>(std::get<1>(key));
+      for (int count : c.counts) {
+        c.packetLanding.push_back(next[receiver]);
+        next[receiver] += count;
+      }
+    }
+    for (std::size_t r = 0; r < out_.ranks.size(); ++r)
+      if (next[r] > (out_.ranks[r].scratchChunks + 1) / 2)
+        out_.ranks[r].scratchChunks = 2 * next[r];
+  }
+
   // The k-th memory channel from A to B pairs with the k-th from B to A (ir::pairChannels):
   // give each connection one on both ends, in one order per pair of ranks.
   void pairChannels() {
@@ -249,7 +279,11 @@ class Lowering {
       // Where the step's value lies once computed, for a send.
       BufferKind valueBuffer = s.srcBuffer;
       int valueIndex = s.srcIndex;
-      if (opReceives(s.op)) {
+      if (opReceives(s.op) && ll_) {
+        std::tie(valueBuffer, valueIndex) =
+            receivePackets(emit, s, in->landing[received], in->packetLanding[received]);
+        ++received;
+      } else if (opReceives(s.op)) {
         emit.sync(OpKind::wait, tb.recvPeer, in->receiverChannel, false);
         emit.nop();
         const int landing = in->landing[received++];
@@ -276,7 +310,9 @@ class Lowering {
       } else if (s.op == OpKind::nop) {
         emit.nop();
       }
-      if (opSends(s.op)) {
+      if (opSends(s.op) && ll_) {
+        emit.put(valueBuffer, valueIndex, tb.sendPeer, out->packetLanding[sent++], s.count, true);
+      } else if (opSends(s.op)) {
         emit.put(valueBuffer, valueIndex, tb.sendPeer, out->landing[sent++], s.count);
         emit.sync(OpKind::signal, tb.sendPeer, out->senderChannel, true);
       }
@@ -288,6 +324,31 @@ class Lowering {
     }
   }
 
+  // LL: a receive step's local work, reading the message's packets (each read waits for its
+  // packets, so no signal is needed); returns where its value lies for a send.
+  static std::pair<BufferKind, int> receivePackets(Emitter& emit, const Step& s, int landing,
+                                                   int packets) {
+    const bool sameChunks = s.srcBuffer == s.dstBuffer && s.srcIndex == s.dstIndex;
+    if (!opReducesReceived(s.op)) {
+      if (opWritesDst(s.op)) {
+        emit.copy(BufferKind::scratch, packets, s.dstBuffer, s.dstIndex, s.count, true);
+        return {s.dstBuffer, s.dstIndex};
+      }
+      emit.copy(BufferKind::scratch, packets, BufferKind::scratch, landing, s.count, true);
+      return {BufferKind::scratch, landing};
+    }
+    if (opWritesDst(s.op) && sameChunks) {
+      emit.reduce(BufferKind::scratch, packets, s.dstBuffer, s.dstIndex, s.count, true);
+      return {s.dstBuffer, s.dstIndex};
+    }
+    // received ⊕ src into the plain landing chunks, then home.
+    emit.copy(s.srcBuffer, s.srcIndex, BufferKind::scratch, landing, s.count);
+    emit.reduce(BufferKind::scratch, packets, BufferKind::scratch, landing, s.count, true);
+    if (opWritesDst(s.op))
+      emit.copy(BufferKind::scratch, landing, s.dstBuffer, s.dstIndex, s.count);
+    return {BufferKind::scratch, landing};
+  }
+
   Connection* find(ConnectionKey key, int tb, bool sender) {
     auto it = connections_.find(key);
     if (it == connections_.end()) return nullptr;
@@ -295,6 +356,7 @@ class Lowering {
   }
 
   const Algorithm& in_;
+  const bool ll_;  // LL plan: messages land as packets, without signals
   Algorithm out_;
   std::map<ConnectionKey, Connection> connections_;
   std::map<std::tuple<int, int, int>, std::vector<int>> releases_;  // (rank, tb, step) -> ids

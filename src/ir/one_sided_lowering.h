@@ -19,8 +19,10 @@
 namespace chorus::ir {
 
 // The one-sided plan of `plan`, whose steps must all be two-sided or local (a plan that is
-// already one-sided is returned unchanged). Its channels are memory channels; its protocol is
-// Simple (MSCCL++'s LL packets are not generated). Throws PlanError when a connection has more
+// already one-sided is returned unchanged). Its channels are memory channels. An LL plan's
+// messages land as LL packets in packet landing chunks past the receiver's plain scratch, read
+// by the receiving step's local work (which waits for them) with no signal or wait; other
+// plans are written as Simple. Throws PlanError when a connection has more
 // than one threadblock on an end, or its sends and receives do not match in number and size
 // (`chorus verify` says more). MSCCL++'s size limits are the writer's to check.
 Algorithm lowerToOneSided(const Algorithm& plan);

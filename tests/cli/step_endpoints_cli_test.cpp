@@ -128,6 +128,18 @@ TEST(StepEndpointsCli, CompiledPlanIsWrittenAsMscclppJsonVerifiedAndRun) {
   const CommandResult run = runCli("run '" + plan + "' --bytes 4K --transport thread");
   EXPECT_EQ(run.exitCode, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("correct"));
+  // LL: messages land as packets; the plan runs on rank processes too.
+  const std::string llPlan = dir.file("ring_ll.json");
+  const CommandResult ll = runCli(
+      "compile allreduce.ring --ranks 3 --protocol ll --format "
+      "mscclpp-json -o '" +
+      llPlan + "'");
+  ASSERT_EQ(ll.exitCode, 0) << ll.output;
+  const CommandResult llVerified = runCli("verify '" + llPlan + "'");
+  EXPECT_EQ(llVerified.exitCode, 0) << llVerified.output;
+  const CommandResult llRun = runCli("run '" + llPlan + "' --bytes 4K --transport shm");
+  EXPECT_EQ(llRun.exitCode, 0) << llRun.output;
+  EXPECT_THAT(llRun.output, HasSubstr("correct"));
   const CommandResult unknown =
       runCli("compile allreduce.ring --ranks 3 --format mscclpp -o '" + plan + "'");
   EXPECT_NE(unknown.exitCode, 0) << unknown.output;

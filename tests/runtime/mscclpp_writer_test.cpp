@@ -94,6 +94,41 @@ TEST(MscclppWriter, EveryLibraryAlgorithmVerifiesAsMscclppJson) {
   }
 }
 
+// LL plans lower each message to packets put into the receiver's scratch and read there (each
+// read waits for its packets): no signal or wait besides the opening handshake.
+TEST(MscclppWriter, EveryLibraryAlgorithmVerifiesAsAnLlPlan) {
+  for (const support::LibrarySweepCase& c : support::deviceSweepCases()) {
+    SCOPED_TRACE(support::libraryCaseName(c));
+    const ir::Algorithm plan = support::compileSweepCase(c, ir::Protocol::ll);
+    const std::string text = ir::writeAlgorithm(plan, ir::Format::mscclppJson);
+    const json written = json::parse(text);
+    EXPECT_EQ(written["protocol"].get<std::string>(), "LL");
+    for (const json& gpu : written["gpus"])
+      for (const json& tb : gpu["threadblocks"])
+        for (const json& op : tb["ops"]) {
+          const std::string name = op["name"].get<std::string>();
+          EXPECT_TRUE(name != "signal" && name != "wait") << op.dump();
+        }
+    const verify::VerifyReport report = verify::verifyAlgorithm(throughMscclpp(plan));
+    EXPECT_TRUE(report.ok()) << report.describe();
+  }
+}
+
+TEST(MscclppWriter, WrittenLlPlansRunExactly) {
+  for (const char* name : {"allreduce.ring", "allgather.ring", "alltoall.pairwise",
+                           "reducescatter.ring", "broadcast.binomial", "allreduce.allpairs"})
+    for (int ranks : {2, 3, 5}) {
+      SCOPED_TRACE(testing::Message() << name << " on " << ranks);
+      const ir::Algorithm read =
+          throughMscclpp(support::compileOnProtocol(name, ranks, ir::Protocol::ll));
+      EXPECT_EQ(read.protocol, ir::Protocol::ll);
+      RunOptions options = support::exactRun(1000);
+      options.iterations = 2;  // packets start unwritten in every launch
+      const RunReport report = runOnThreads(read, options);
+      EXPECT_TRUE(report.ok()) << report.firstWrong;
+    }
+}
+
 TEST(MscclppWriter, WrittenPlansRunExactly) {
   for (const char* name : {"allreduce.ring", "allgather.ring", "alltoall.pairwise",
                            "reducescatter.ring", "broadcast.binomial", "allreduce.allpairs"})
