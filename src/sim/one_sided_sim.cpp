@@ -172,7 +172,6 @@ class OneSidedSimulation {
     const auto collective = ir::collectiveOf(a_);
     const auto n = static_cast<std::size_t>(a_.nranks);
     endBase_.assign(n + 1, 0);
-    tbBase_.assign(n + 1, 0);
     semaphores_.resize(n);
     barriers_.resize(n);
     packets_.resize(n);
@@ -180,7 +179,6 @@ class OneSidedSimulation {
     for (const auto& rp : a_.ranks) {
       const auto r = static_cast<std::size_t>(rp.rank);
       endBase_[r + 1] = endBase_[r] + static_cast<int>(rp.channels.size());
-      tbBase_[r + 1] = tbBase_[r] + static_cast<int>(rp.threadblocks.size());
       for (int value : rp.semaphores)
         semaphores_[r].push_back(Semaphore{value, {}, 0, kNoRecord});
       for (std::size_t b = 0; b < 3; ++b)
@@ -222,7 +220,6 @@ class OneSidedSimulation {
     }
   }
 
-  int flatTb(int rank, int tb) const { return tbBase_[static_cast<std::size_t>(rank)] + tb; }
   ChannelEnd& endOf(int rank, int channel) {
     return ends_[static_cast<std::size_t>(endBase_[static_cast<std::size_t>(rank)] + channel)];
   }
@@ -436,17 +433,18 @@ class OneSidedSimulation {
     s.phase = Phase::working;
     s.record = kNoRecord;
     if (recording()) {
-      StepRecord rec;
-      rec.rank = s.rank;
-      rec.tb = s.tb;
-      rec.step = s.step;
-      rec.op = step.op;
-      rec.peer = step.peer;
-      rec.bytes = ir::opMovesNoData(step.op) ? 0 : static_cast<std::uint64_t>(stepBytes(step));
-      rec.ready = now_;
-      rec.start = now_;
       s.record = static_cast<int>(records_.size());
-      records_.push_back(std::move(rec));
+      records_.push_back(StepRecord{
+          .rank = s.rank,
+          .tb = s.tb,
+          .step = s.step,
+          .op = step.op,
+          .peer = step.peer,
+          .bytes = ir::opMovesNoData(step.op) ? 0 : static_cast<std::uint64_t>(stepBytes(step)),
+          .ready = now_,
+          .start = now_,
+          .end = now_,
+          .waitedFor = {}});
       preds_.push_back(cause.record);
       waitedOn_.push_back(cause.record == kNoRecord ? "start" : cause.text);
     }
@@ -671,7 +669,6 @@ class OneSidedSimulation {
   std::size_t chunkBytes_ = 0;
 
   std::vector<ThreadblockState> tbs_;
-  std::vector<int> tbBase_;   // flat index of each rank's tb 0
   std::vector<int> endBase_;  // flat index of each rank's channel 0
   std::vector<ChannelEnd> ends_;
   std::vector<std::pair<int, int>> tokensInFlight_;  // (channel end, signal record) per token
