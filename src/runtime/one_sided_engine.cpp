@@ -32,6 +32,55 @@ std::size_t alignUp(std::size_t value) {
   return (value + kRegionAlignment - 1) / kRegionAlignment * kRegionAlignment;
 }
 
+}  // namespace
+
+namespace one_sided_detail {
+
+// Where a rank's chunks lie in its memory (the layout every rank shares).
+struct ChunkAddressing {
+  std::size_t esz = 0, q = 1, chunkElems = 0, count = 0;
+  ChunkAddressing(const ir::Algorithm& algorithm, const RunOptions& options)
+      : esz(dataTypeSize(options.type)),
+        q(ir::chunksPerBlock(algorithm)),
+        chunkElems((options.count + q - 1) / q),
+        count(options.count) {}
+
+  // Elements of chunk `index` of `buffer` (the last chunks of a block may be short or empty).
+  std::size_t elements(ir::BufferKind buffer, int index) const {
+    if (buffer == ir::BufferKind::scratch) return chunkElems;
+    const std::size_t within = static_cast<std::size_t>(index) % q * chunkElems;
+    return within >= count ? 0 : std::min(chunkElems, count - within);
+  }
+  // Where chunk `index` of `buffer` lies in `m`, and how many elements it holds.
+  std::pair<std::uint8_t*, std::size_t> plain(const OneSidedRankMemory& m, ir::BufferKind buffer,
+                                              int index) const {
+    if (buffer == ir::BufferKind::scratch)
+      return {m.scratch + static_cast<std::size_t>(index) * chunkElems * esz, chunkElems};
+    std::uint8_t* base = buffer == ir::BufferKind::input ? m.input : m.output;
+    const std::size_t block = static_cast<std::size_t>(index) / q;
+    const std::size_t within = static_cast<std::size_t>(index) % q * chunkElems;
+    return {base + (block * count + within) * esz, elements(buffer, index)};
+  }
+  // The packets of chunk `index`: its values, its flags, and as many elements as its plain
+  // chunk holds.
+  struct Packets {
+    std::uint8_t* data;
+    std::atomic<std::uint32_t>* flags;
+    std::size_t elems;
+  };
+  Packets packets(const OneSidedRankMemory& m, ir::BufferKind buffer, int index) const {
+    const auto b = static_cast<std::size_t>(buffer);
+    const std::size_t first = static_cast<std::size_t>(index) * chunkElems;
+    return {m.packetData[b] + first * esz, m.packetFlags[b] + first, elements(buffer, index)};
+  }
+};
+
+}  // namespace one_sided_detail
+
+using one_sided_detail::ChunkAddressing;
+
+namespace {
+
 // "rank 1 tb 0 step 3 (wait for rank 0 on channel 0)".
 std::string stepText(int rank, int tb, int step, const ir::Step& s) {
   std::string what(ir::opName(s.op));
@@ -128,15 +177,14 @@ class OneSidedExecution::Impl {
 
   Impl(const ir::Algorithm& algorithm, const RunOptions& options,
        std::vector<OneSidedRankMemory> memory, std::vector<int> localRanks,
-       std::function<std::string()> failed)
+       std::function<std::string()> failed, OneSidedPortLink* link)
       : a_(algorithm),
         options_(options),
         memory_(std::move(memory)),
         localRanks_(std::move(localRanks)),
-        externalFailure_(std::move(failed)) {
-    esz_ = dataTypeSize(options.type);
-    q_ = ir::chunksPerBlock(algorithm);
-    chunkElems_ = (options.count + q_ - 1) / q_;
+        externalFailure_(std::move(failed)),
+        link_(link),
+        at_(algorithm, options) {
     const auto n = static_cast<std::size_t>(algorithm.nranks);
     taken_.resize(n);
     semaphores_.resize(n);
@@ -179,32 +227,12 @@ class OneSidedExecution::Impl {
   }
 
  private:
-  // Where chunk `index` of `buffer` lies on `rank`, and how many elements it holds.
   std::pair<std::uint8_t*, std::size_t> chunk(int rank, ir::BufferKind buffer, int index) const {
-    const OneSidedRankMemory& m = memory_[static_cast<std::size_t>(rank)];
-    if (buffer == ir::BufferKind::scratch)
-      return {m.scratch + static_cast<std::size_t>(index) * chunkElems_ * esz_, chunkElems_};
-    std::uint8_t* base = buffer == ir::BufferKind::input ? m.input : m.output;
-    const std::size_t block = static_cast<std::size_t>(index) / q_;
-    const std::size_t within = static_cast<std::size_t>(index) % q_ * chunkElems_;
-    const std::size_t elems =
-        within >= options_.count ? 0 : std::min(chunkElems_, options_.count - within);
-    return {base + (block * options_.count + within) * esz_, elems};
+    return at_.plain(memory_[static_cast<std::size_t>(rank)], buffer, index);
   }
-
-  // The packets of chunk `index`: its values, its flags, and as many elements as its plain
-  // chunk holds.
-  struct PacketChunk {
-    std::uint8_t* data;
-    std::atomic<std::uint32_t>* flags;
-    std::size_t elems;
-  };
+  using PacketChunk = ChunkAddressing::Packets;
   PacketChunk packetChunk(int rank, ir::BufferKind buffer, int index) const {
-    const OneSidedRankMemory& m = memory_[static_cast<std::size_t>(rank)];
-    const auto b = static_cast<std::size_t>(buffer);
-    const std::size_t first = static_cast<std::size_t>(index) * chunkElems_;
-    return {m.packetData[b] + first * esz_, m.packetFlags[b] + first,
-            chunk(rank, buffer, index).second};
+    return at_.packets(memory_[static_cast<std::size_t>(rank)], buffer, index);
   }
 
   // Why to stop waiting because something failed elsewhere; empty while nothing did.
@@ -254,8 +282,15 @@ class OneSidedExecution::Impl {
                 fmt::format("{}: the channel has no counterpart on rank {}; 'chorus "
                             "verify' explains",
                             stepText(rank, id, si, s), s.peer));
-          memory_[static_cast<std::size_t>(s.peer)].tokens[paired].fetch_add(
-              1, std::memory_order_release);
+          if (link_) {
+            OneSidedWrite token;
+            token.kind = OneSidedWrite::token;
+            token.channel = static_cast<std::uint32_t>(paired);
+            link_->send(s.peer, token, nullptr, nullptr);
+          } else {
+            memory_[static_cast<std::size_t>(s.peer)].tokens[paired].fetch_add(
+                1, std::memory_order_release);
+          }
           break;
         }
         case ir::OpKind::wait:
@@ -328,6 +363,41 @@ class OneSidedExecution::Impl {
         fmt::format("{} stopped: another threadblock failed", stepText(rank, tb, step, s)));
   }
 
+  // Spins until the first `elems` packets of chunk `i` of the step's source (on rank `owner`)
+  // carry this launch's flag.
+  void awaitPackets(int rank, int tb, int step, const ir::Step& s, int owner, int i,
+                    const PacketChunk& packets, std::size_t elems) {
+    std::size_t arrived = 0;
+    waitUntil(
+        [&] {
+          while (arrived < elems && packets.flags[arrived].load(std::memory_order_acquire) == 1)
+            ++arrived;
+          return arrived == elems;
+        },
+        rank, tb, step, s,
+        fmt::format("the packets of rank {}'s {}[{}]", owner, ir::bufferName(s.srcBuffer),
+                    s.srcIndex + i));
+  }
+
+  // Chunk `i` of a put to a peer whose memory is not mapped: over the link, once a packet
+  // source has arrived (as a mapped put waits for it).
+  void sendPut(int rank, int tb, int step, const ir::Step& s, int i, const std::uint8_t* src,
+               const PacketChunk& srcPackets, std::size_t srcElems) {
+    const int index = s.dstIndex + i;
+    const std::size_t dstElems = at_.elements(s.dstBuffer, index);
+    const std::size_t elems = std::min(srcElems, dstElems);
+    if (s.srcPackets && !s.rawPackets) awaitPackets(rank, tb, step, s, rank, i, srcPackets, elems);
+    OneSidedWrite write;
+    write.kind = s.rawPackets   ? OneSidedWrite::rawPackets
+                 : s.dstPackets ? OneSidedWrite::packets
+                                : OneSidedWrite::values;
+    write.buffer = static_cast<std::uint8_t>(s.dstBuffer);
+    write.chunk = static_cast<std::uint32_t>(index);
+    write.elements = s.rawPackets ? std::min(srcPackets.elems, dstElems) : elems;
+    write.flagThrough = s.dstPackets && !s.rawPackets ? dstElems : 0;
+    link_->send(s.peer, write, src, s.rawPackets ? srcPackets.flags : nullptr);
+  }
+
   // copy, reduce, put, get, getReduce: chunk by chunk between the two ranks' memory. A packet
   // source is read element by element once its flag is set (unless raw: then value and flag
   // are copied as they are); a packet destination gets each value, then its flag (release).
@@ -346,6 +416,10 @@ class OneSidedExecution::Impl {
       } else {
         std::tie(src, srcElems) = chunk(srcRank, s.srcBuffer, s.srcIndex + i);
       }
+      if (link_ && dstRank != rank) {
+        sendPut(rank, tb, step, s, i, src, srcPackets, srcElems);
+        continue;
+      }
       if (s.dstPackets) {
         dstPackets = packetChunk(dstRank, s.dstBuffer, s.dstIndex + i);
         dst = dstPackets.data;
@@ -354,30 +428,19 @@ class OneSidedExecution::Impl {
         std::tie(dst, dstElems) = chunk(dstRank, s.dstBuffer, s.dstIndex + i);
       }
       const std::size_t elems = std::min(srcElems, dstElems);
-      if (s.srcPackets && !s.rawPackets) {
-        std::size_t arrived = 0;
-        waitUntil(
-            [&] {
-              while (arrived < elems &&
-                     srcPackets.flags[arrived].load(std::memory_order_acquire) == 1)
-                ++arrived;
-              return arrived == elems;
-            },
-            rank, tb, step, s,
-            fmt::format("the packets of rank {}'s {}[{}]", srcRank, ir::bufferName(s.srcBuffer),
-                        s.srcIndex + i));
-      }
+      if (s.srcPackets && !s.rawPackets)
+        awaitPackets(rank, tb, step, s, srcRank, i, srcPackets, elems);
       if (ir::opReadsDst(s.op)) {
         reduceElements(options_.type, options_.op, dst, dst, src, elems);
       } else if (s.rawPackets) {
         for (std::size_t e = 0; e < std::min(srcPackets.elems, dstPackets.elems); ++e) {
           const std::uint32_t flag = srcPackets.flags[e].load(std::memory_order_acquire);
-          std::memcpy(dst + e * esz_, src + e * esz_, esz_);
+          std::memcpy(dst + e * at_.esz, src + e * at_.esz, at_.esz);
           dstPackets.flags[e].store(flag, std::memory_order_release);
         }
         continue;
       } else if (src != dst) {
-        std::memmove(dst, src, elems * esz_);
+        std::memmove(dst, src, elems * at_.esz);
       }
       // A chunk's packets are written whole: elements past the source's end (the last chunks
       // of a buffer whose count does not divide evenly) get their flag too, as MSCCL++'s
@@ -393,7 +456,8 @@ class OneSidedExecution::Impl {
   const std::vector<OneSidedRankMemory> memory_;
   const std::vector<int> localRanks_;
   const std::function<std::string()> externalFailure_;
-  std::size_t esz_ = 0, q_ = 1, chunkElems_ = 0;
+  OneSidedPortLink* const link_;
+  const ChunkAddressing at_;
   std::vector<std::unique_ptr<std::atomic<std::uint64_t>[]>> taken_;
   std::vector<std::unique_ptr<std::atomic<std::int64_t>[]>> semaphores_;
   std::vector<std::vector<int>> pairs_;
@@ -406,14 +470,111 @@ class OneSidedExecution::Impl {
 OneSidedExecution::OneSidedExecution(const ir::Algorithm& algorithm, const RunOptions& options,
                                      std::vector<OneSidedRankMemory> memory,
                                      std::vector<int> localRanks,
-                                     std::function<std::string()> failed)
+                                     std::function<std::string()> failed, OneSidedPortLink* link)
     : impl_(std::make_unique<Impl>(algorithm, options, std::move(memory), std::move(localRanks),
-                                   std::move(failed))) {}
+                                   std::move(failed), link)) {}
 
 OneSidedExecution::~OneSidedExecution() = default;
 
 void OneSidedExecution::run() {
   impl_->run();
+}
+
+struct OneSidedLanding::State {
+  const ir::Algorithm& algorithm;
+  const int rank;
+  const OneSidedRankMemory memory;
+  const ChunkAddressing at;
+  std::array<int, 3> chunks{};  // per buffer kind: the chunks a one-sided plan may touch
+};
+
+OneSidedLanding::OneSidedLanding(const ir::Algorithm& algorithm, const RunOptions& options,
+                                 int rank, const OneSidedRankMemory& memory)
+    : state_(std::make_unique<State>(
+          State{algorithm, rank, memory, ChunkAddressing(algorithm, options), {}})) {
+  const auto collective = ir::collectiveOf(algorithm);
+  for (std::size_t b = 0; b < 3; ++b)
+    state_->chunks[b] =
+        ir::oneSidedBufferChunks(algorithm, *collective, rank, static_cast<ir::BufferKind>(b));
+}
+
+OneSidedLanding::~OneSidedLanding() = default;
+
+void OneSidedLanding::land(const OneSidedWrite& write, const std::uint8_t* payload,
+                           std::size_t payloadBytes) const {
+  const State& st = *state_;
+  const auto bad = [&](const std::string& what) {
+    throw CommError(
+        fmt::format("rank {} received a one-sided write that does not fit plan "
+                    "'{}': {}; do all ranks run the same plan and size?",
+                    st.rank, st.algorithm.name, what));
+  };
+  const ir::RankProgram& program = st.algorithm.ranks[static_cast<std::size_t>(st.rank)];
+  if (write.kind == OneSidedWrite::token) {
+    if (write.channel >= program.channels.size())
+      bad(fmt::format("a signal on channel {} of {}", write.channel, program.channels.size()));
+    st.memory.tokens[write.channel].fetch_add(1, std::memory_order_release);
+    return;
+  }
+  if (write.kind > OneSidedWrite::rawPackets || write.buffer > 2)
+    bad(fmt::format("kind {}, buffer {}", write.kind, write.buffer));
+  const auto buffer = static_cast<ir::BufferKind>(write.buffer);
+  const int index = static_cast<int>(write.chunk);
+  if (index >= st.chunks[write.buffer])
+    bad(fmt::format("{} chunk {} of {}", ir::bufferName(buffer), index, st.chunks[write.buffer]));
+  const std::size_t elems = st.at.elements(buffer, index);
+  const std::size_t esz = st.at.esz;
+  const bool packets = write.kind != OneSidedWrite::values;
+  const std::size_t expected =
+      write.elements *
+      (esz + (write.kind == OneSidedWrite::rawPackets ? sizeof(std::uint32_t) : 0));
+  if (write.offset + write.elements > elems || write.flagThrough > elems ||
+      payloadBytes != expected)
+    bad(fmt::format("elements [{}, {}) of a chunk of {}, {} payload bytes", write.offset,
+                    write.offset + write.elements, elems, payloadBytes));
+  if (!packets) {
+    std::memcpy(st.at.plain(st.memory, buffer, index).first + write.offset * esz, payload,
+                write.elements * esz);
+    return;
+  }
+  if (!st.memory.packetFlags[write.buffer])
+    bad(fmt::format("packets of {}, which no step of the plan reads", ir::bufferName(buffer)));
+  const ChunkAddressing::Packets pk = st.at.packets(st.memory, buffer, index);
+  std::memcpy(pk.data + write.offset * esz, payload, write.elements * esz);
+  if (write.kind == OneSidedWrite::rawPackets) {
+    const std::uint8_t* flags = payload + write.elements * esz;
+    for (std::size_t e = 0; e < write.elements; ++e) {
+      std::uint32_t flag = 0;
+      std::memcpy(&flag, flags + e * sizeof(flag), sizeof(flag));
+      pk.flags[write.offset + e].store(flag, std::memory_order_release);
+    }
+    return;
+  }
+  const std::size_t through =
+      std::max<std::size_t>(write.offset + write.elements, write.flagThrough);
+  for (std::size_t e = write.offset; e < through; ++e)
+    pk.flags[e].store(1, std::memory_order_release);
+}
+
+void requirePortChannelsOnly(const ir::Algorithm& algorithm, std::string_view transport) {
+  for (const auto& program : algorithm.ranks)
+    for (const auto& tb : program.threadblocks)
+      for (std::size_t i = 0; i < tb.steps.size(); ++i) {
+        const ir::Step& s = tb.steps[i];
+        const bool remote = ir::opRemoteOperand(s.op) != ir::RemoteOperand::none ||
+                            s.op == ir::OpKind::signal || s.op == ir::OpKind::relaxedSignal;
+        if (!remote) continue;
+        const bool port =
+            s.channel >= 0 &&
+            program.channels[static_cast<std::size_t>(s.channel)].type == ir::ChannelType::port;
+        if (port && ir::opRemoteOperand(s.op) != ir::RemoteOperand::src) continue;
+        throw OptionError(fmt::format(
+            "plan '{}' cannot run over --transport {}: {} reaches rank {}'s memory {}, which "
+            "ranks over {} do not share (only port-channel puts and signals travel as "
+            "messages); use --transport shm or thread",
+            algorithm.name, transport, stepText(program.rank, tb.id, static_cast<int>(i), s),
+            s.peer, port ? "with a get" : "through a memory channel", transport));
+      }
 }
 
 void requireRunnableOneSided(const ir::Algorithm& algorithm, const RunOptions& options) {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/algorithm.h"
@@ -61,14 +62,65 @@ OneSidedRankMemory oneSidedMemoryAt(std::uint8_t* base, const OneSidedRegion& re
 // reaches the region.
 void resetOneSidedRegion(std::uint8_t* base, const OneSidedRegion& region);
 
+// One write that a port channel carries to a peer whose memory is not mapped here (ranks over
+// tcp), as the head of a message; its payload follows: `elements` values, then, for raw
+// packets, their flags. Control messages (done, ready) carry nothing.
+struct OneSidedWrite {
+  enum Kind : std::uint8_t { values, packets, rawPackets, token, done, ready };
+  std::uint8_t kind = values;
+  std::uint8_t buffer = 0;    // ir::BufferKind of the destination chunk
+  std::uint32_t channel = 0;  // token: the receiver's channel
+  std::uint32_t chunk = 0;    // destination chunk
+  std::uint64_t offset = 0;   // first element within the chunk
+  std::uint64_t elements = 0;
+  // packets: flag the chunk's elements [offset, max(offset + elements, flagThrough)), so the
+  // last piece flags the chunk's whole packets (as a mapped write does).
+  std::uint64_t flagThrough = 0;
+};
+
+// Carries a rank's port-channel puts and signals to peers whose memory is not mapped here.
+// Called from threadblock threads (so thread-safe), in each threadblock's step order; returns
+// once the write is on its way (its source may then change). Throws CommError or
+// TimeoutError when it cannot.
+class OneSidedPortLink {
+ public:
+  virtual ~OneSidedPortLink() = default;
+  virtual void send(int peer, const OneSidedWrite& write, const std::uint8_t* values,
+                    const std::atomic<std::uint32_t>* flags) = 0;
+};
+
+// Applies the writes that arrive for one rank (the receiving side of a OneSidedPortLink).
+class OneSidedLanding {
+ public:
+  // `memory`: the rank's own; `algorithm` and `options` must outlive this.
+  OneSidedLanding(const ir::Algorithm& algorithm, const RunOptions& options, int rank,
+                  const OneSidedRankMemory& memory);
+  ~OneSidedLanding();
+  // Writes values (then packet flags, release) or adds a token (release). Throws CommError for
+  // a write that does not fit the plan (a peer running another plan or size).
+  void land(const OneSidedWrite& write, const std::uint8_t* payload,
+            std::size_t payloadBytes) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Throws OptionError naming the first step of `algorithm` that a OneSidedPortLink cannot carry
+// (peer memory reached other than by a port-channel put or signal) over `transport`.
+void requirePortChannelsOnly(const ir::Algorithm& algorithm, std::string_view transport);
+
 class OneSidedExecution {
  public:
   // `memory[r]` is rank r's memory, reachable from here for every rank; `localRanks` are the
   // ranks whose threadblocks run here. `failed` (may be null) is polled while waiting: a failure
   // elsewhere (another process of the group) stops the wait with a CommError naming it.
+  // `link` (may be null): carries the local ranks' port-channel puts and signals to peers
+  // whose memory is not mapped (their `memory` entries stay empty); see
+  // requirePortChannelsOnly.
   OneSidedExecution(const ir::Algorithm& algorithm, const RunOptions& options,
                     std::vector<OneSidedRankMemory> memory, std::vector<int> localRanks,
-                    std::function<std::string()> failed = {});
+                    std::function<std::string()> failed = {}, OneSidedPortLink* link = nullptr);
   ~OneSidedExecution();
   OneSidedExecution(const OneSidedExecution&) = delete;
   OneSidedExecution& operator=(const OneSidedExecution&) = delete;

@@ -1,16 +1,22 @@
-// runOneSidedOnProcesses (one_sided_runner.h): each rank process creates one shared-memory
-// segment, "/<run prefix>-os-r<rank>": a header (where its user buffers lie in the mirror, and
-// on rank 0 the group's barrier count), then its one-sided region (one_sided_engine.h: token
-// counts, packets, scratch, and the mirror of its user buffers). It maps every peer's segment,
-// and per iteration: refills its inputs and resets its region, joins a barrier, runs its
+// runOneSidedOnProcesses (one_sided_runner.h). Over shm each rank process creates one
+// shared-memory segment, "/<run prefix>-os-r<rank>": a header (where its user buffers lie in the
+// mirror, and on rank 0 the group's barrier count), then its one-sided region (one_sided_engine.h:
+// token counts, packets, scratch, and the mirror of its user buffers). It maps every peer's
+// segment, and per iteration: refills its inputs and resets its region, joins a barrier, runs its
 // threadblocks on all ranks' mapped memory, joins a barrier. Then it copies its buffers back
 // out of the segment and checks them. The segments' names are removed once every rank has
-// mapped them; the parent sweeps any a killed rank left.
+// mapped them; the parent sweeps any a killed rank left. Over tcp (OneSidedTcpRank) ranks share
+// no memory: port-channel puts and signals travel as messages that each rank's receiver lands.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -20,6 +26,7 @@
 #include "runtime/process_runner.h"
 #include "support/error.h"
 #include "transport/connections.h"
+#include "transport/fifo.h"
 #include "transport/shm/shm_segment.h"
 
 namespace chorus::runtime {
@@ -157,21 +164,189 @@ class OneSidedRank {
   std::uint64_t barriers_ = 0;
 };
 
+// One rank over tcp: its memory on its own heap, port-channel puts and signals sent to peers as
+// messages on connection channel 0 (one FIFO per pair keeps a rank's writes to a peer in
+// order, so a signal follows the puts before it), and an agent thread that lands what peers
+// send. Launches are fenced by `ready` (every rank reset) and `done` (every rank finished, and
+// everything it sent here landed, since its `done` came last) messages.
+class OneSidedTcpRank : public OneSidedPortLink {
+ public:
+  OneSidedTcpRank(const ir::Algorithm& algorithm, const RunOptions& options, int rank,
+                  transport::ConnectionSet& connections)
+      : a_(algorithm),
+        options_(options),
+        rank_(rank),
+        connections_(connections),
+        buffers_(algorithm, rank, options),
+        region_(oneSidedRegion(algorithm, rank, options, 0)),
+        storage_(std::make_unique<std::uint8_t[]>(region_.bytes)),
+        sendLocks_(static_cast<std::size_t>(algorithm.nranks)) {
+    memory_.resize(static_cast<std::size_t>(algorithm.nranks));
+    memory_[static_cast<std::size_t>(rank)] = oneSidedMemoryAt(
+        storage_.get(), region_, static_cast<std::uint8_t*>(const_cast<void*>(buffers_.input())),
+        static_cast<std::uint8_t*>(buffers_.output()));
+    landing_ = std::make_unique<OneSidedLanding>(algorithm, options, rank,
+                                                 memory_[static_cast<std::size_t>(rank)]);
+  }
+
+  RunReport run() {
+    agent_ = std::thread([this] { receive(); });
+    RunReport report;
+    try {
+      for (int iteration = 0; iteration < std::max(1, options_.iterations); ++iteration) {
+        buffers_.reset();
+        resetOneSidedRegion(storage_.get(), region_);
+        fence(OneSidedWrite::ready);  // no peer writes here before this reset
+        OneSidedExecution execution(
+            a_, options_, memory_, {rank_}, [this] { return failure(); }, this);
+        const auto start = Clock::now();
+        execution.run();
+        report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        fence(OneSidedWrite::done);  // every peer's writes here have landed
+      }
+    } catch (...) {
+      stop();
+      throw;
+    }
+    stop();
+    checkRankOutput(a_, rank_, options_, buffers_.output(), &report);
+    checkRankInput(a_, rank_, options_, buffers_.input(), &report);
+    return report;
+  }
+
+  void send(int peer, const OneSidedWrite& write, const std::uint8_t* values,
+            const std::atomic<std::uint32_t>* flags) override {
+    const std::size_t esz = dataTypeSize(options_.type);
+    const std::size_t perElement = esz + (flags ? sizeof(std::uint32_t) : 0);
+    transport::Fifo& fifo = connections_.sendFifo(peer, 0);
+    const std::size_t room = fifo.slotBytes() - sizeof(OneSidedWrite);
+    const std::size_t perMessage = std::max<std::size_t>(1, room / perElement);
+    const std::lock_guard<std::mutex> lock(sendLocks_[static_cast<std::size_t>(peer)]);
+    std::size_t sent = 0;
+    do {
+      OneSidedWrite piece = write;
+      piece.offset = write.offset + sent;
+      piece.elements = std::min<std::size_t>(write.elements - sent, perMessage);
+      const bool last = sent + piece.elements == write.elements;
+      if (!last) piece.flagThrough = 0;
+      std::uint8_t* slot = nullptr;
+      transport::waitUntil([&] { return (slot = fifo.trySendSlot()) != nullptr; },
+                           Clock::now() + options_.timeout, [this] { return failure(); },
+                           fmt::format("room to send to rank {}", peer));
+      std::memcpy(slot, &piece, sizeof(piece));
+      std::uint8_t* payload = slot + sizeof(piece);
+      if (values) std::memcpy(payload, values + sent * esz, piece.elements * esz);
+      if (flags)
+        for (std::size_t e = 0; e < piece.elements; ++e) {
+          const std::uint32_t flag = flags[sent + e].load(std::memory_order_acquire);
+          std::memcpy(payload + piece.elements * esz + e * sizeof(flag), &flag, sizeof(flag));
+        }
+      fifo.commitSend(sizeof(piece) + piece.elements * perElement, kTag);
+      sent += piece.elements;
+    } while (sent < write.elements);
+  }
+
+ private:
+  static constexpr std::uint64_t kTag = 0x6f6e652d73696465;  // "one-side"
+
+  // Why to stop: the agent failed, or the group did.
+  std::string failure() const {
+    if (agentFailed_.load()) return "rank " + std::to_string(rank_) + "'s receiver failed";
+    return connections_.abortReason();
+  }
+
+  // Tells every peer `kind`, then waits until every peer told this rank as often.
+  void fence(std::uint8_t kind) {
+    OneSidedWrite control;
+    control.kind = kind;
+    for (int peer = 0; peer < a_.nranks; ++peer)
+      if (peer != rank_) send(peer, control, nullptr, nullptr);
+    auto& count = kind == OneSidedWrite::ready ? readies_ : dones_;
+    const std::uint64_t target = ++(kind == OneSidedWrite::ready ? readyRounds_ : doneRounds_) *
+                                 static_cast<std::uint64_t>(a_.nranks - 1);
+    transport::waitUntil([&] { return count.load(std::memory_order_acquire) >= target; },
+                         Clock::now() + barrierWait(options_), [this] { return failure(); },
+                         fmt::format("every rank's '{}' of the one-sided run",
+                                     kind == OneSidedWrite::ready ? "ready" : "done"));
+    if (agentFailed_.load()) std::rethrow_exception(agentError_);
+  }
+
+  // The agent: lands every message peers send, until stopped.
+  void receive() {
+    try {
+      while (!stopping_.load(std::memory_order_acquire)) {
+        bool any = false;
+        for (int peer = 0; peer < a_.nranks; ++peer) {
+          if (peer == rank_) continue;
+          transport::Fifo& fifo = connections_.recvFifo(peer, 0);
+          transport::RecvSlot slot;
+          if (!fifo.tryRecvSlot(&slot)) continue;
+          any = true;
+          if (slot.remote || slot.delivered || slot.bytes < sizeof(OneSidedWrite))
+            throw CommError(
+                fmt::format("rank {} got a malformed one-sided message from rank {}", rank_, peer));
+          OneSidedWrite write;
+          std::memcpy(&write, slot.data, sizeof(write));
+          if (write.kind == OneSidedWrite::ready) {
+            readies_.fetch_add(1, std::memory_order_acq_rel);
+          } else if (write.kind == OneSidedWrite::done) {
+            dones_.fetch_add(1, std::memory_order_acq_rel);
+          } else {
+            landing_->land(write, slot.data + sizeof(write), slot.bytes - sizeof(write));
+          }
+          fifo.releaseRecv();
+        }
+        if (!any) {
+          if (!connections_.abortReason().empty()) return;
+          std::this_thread::yield();
+        }
+      }
+    } catch (...) {
+      agentError_ = std::current_exception();
+      agentFailed_.store(true);
+    }
+  }
+
+  void stop() {
+    stopping_.store(true, std::memory_order_release);
+    if (agent_.joinable()) agent_.join();
+  }
+
+  const ir::Algorithm& a_;
+  const RunOptions& options_;
+  const int rank_;
+  transport::ConnectionSet& connections_;
+  RankBuffers buffers_;
+  const OneSidedRegion region_;
+  std::unique_ptr<std::uint8_t[]> storage_;
+  std::vector<OneSidedRankMemory> memory_;
+  std::unique_ptr<OneSidedLanding> landing_;
+  std::vector<std::mutex> sendLocks_;
+  std::thread agent_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> agentFailed_{false};
+  std::exception_ptr agentError_;
+  std::atomic<std::uint64_t> readies_{0}, dones_{0};
+  std::uint64_t readyRounds_ = 0, doneRounds_ = 0;
+};
+
 }  // namespace
 
 RunReport runOneSidedOnProcesses(const ir::Algorithm& algorithm, const RunOptions& options) {
-  if (!options.transport.empty() && options.transport != "shm" && options.transport != "auto")
+  const bool overTcp = options.transport == "tcp";
+  if (!options.transport.empty() && options.transport != "shm" && options.transport != "auto" &&
+      !overTcp)
     throw OptionError(fmt::format(
-        "plan '{}' is one-sided (an MSCCL++ plan): its ranks write into their peers' memory, "
-        "which processes share over --transport shm; --transport {} has no shared memory (port "
-        "channels as messages are not implemented), use shm or thread",
+        "plan '{}' is one-sided (an MSCCL++ plan): its rank processes run over --transport shm "
+        "(mapped peer memory) or tcp (port channels as messages), not {}",
         algorithm.name, options.transport));
   requireRunnableOneSided(algorithm, options);
+  if (overTcp) requirePortChannelsOnly(algorithm, "tcp");
   const std::string prefix = uniqueRunPrefix();
   const ShmNameSweeper sweeper(prefix);
   RankProcessOptions launch;
   launch.nranks = algorithm.nranks;
-  launch.transport = "shm";
+  launch.transport = overTcp ? "tcp" : "shm";
   launch.fifo = options.fifo;
   launch.timeout = options.timeout;
   const int iterations = std::max(1, options.iterations);
@@ -180,6 +355,7 @@ RunReport runOneSidedOnProcesses(const ir::Algorithm& algorithm, const RunOption
                      barrierWait(options) * (2 * iterations + 1) + std::chrono::seconds(10);
   const auto outcomes =
       runRankProcesses(launch, [&](int rank, transport::ConnectionSet& connections) {
+        if (overTcp) return OneSidedTcpRank(algorithm, options, rank, connections).run();
         OneSidedRank self(algorithm, options, rank, connections, prefix);
         return self.run();
       });

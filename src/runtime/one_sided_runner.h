@@ -4,7 +4,8 @@
 // (one_sided_engine.h): on N ranks that are threads of this process (runOnThreads hands such
 // plans here), or on N forked rank processes (runOnProcesses does), each of which keeps its
 // buffers, scratch, packets and token counts in a shared-memory segment that every peer maps,
-// so a memory or port channel is the peer's mapped memory itself.
+// so a memory or port channel is the peer's mapped memory itself (over tcp, port channels are
+// messages instead).
 #pragma once
 
 #include <cstdint>
@@ -22,10 +23,12 @@ namespace chorus::runtime {
 RunReport runOneSidedOnThreads(const ir::Algorithm& algorithm, const RunOptions& options,
                                std::vector<std::vector<std::uint8_t>>* outputs = nullptr);
 
-// The same on processes over shared memory (options.transport empty, "shm" or "auto"; the
-// transport's connections only tell a rank that a peer failed). Throws as runOnProcesses does,
-// and OptionError for tcp: a one-sided plan needs its peers' memory mapped (port channels as
-// messages over tcp are not implemented).
+// The same on processes. Over shared memory (options.transport empty, "shm" or "auto") every
+// rank maps its peers' memory, and the transport's connections only tell a rank that a peer
+// failed. Over tcp ranks share no memory: port-channel puts and signals travel as messages on
+// the connections, landed in order by a receiver thread per rank (as MSCCL++'s proxy carries
+// port channels over the network). Throws as runOnProcesses does, and OptionError naming the
+// step for a plan that reaches peer memory otherwise over tcp (a memory channel, a get).
 RunReport runOneSidedOnProcesses(const ir::Algorithm& algorithm, const RunOptions& options);
 
 }  // namespace chorus::runtime

@@ -1,7 +1,8 @@
 // `chorus verify`, `run` and `simulate` on a plan file whose two-sided step names its own peer and
 // channel (only one-sided ops may): verify reports the step, run and simulate refuse the plan
 // (exit 1) instead of running it on the threadblock's connection; and an MSCCL++ execution plan
-// is read, verified, run on thread ranks and shm processes (tcp refuses it) and simulated.
+// is read, verified, run on thread ranks and shm processes (tcp refuses its memory channel) and
+// simulated.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -108,7 +109,7 @@ TEST(StepEndpointsCli, MscclppPlanIsReadVerifiedRunAndSimulated) {
   EXPECT_THAT(shm.output, HasSubstr("ran, NOT checked"));
   const CommandResult tcp = runCli("run '" + plan + "' --bytes 4K --transport tcp");
   EXPECT_EQ(tcp.exitCode, 2) << tcp.output;  // an option error
-  EXPECT_THAT(tcp.output, HasSubstr("--transport tcp has no shared memory"));
+  EXPECT_THAT(tcp.output, HasSubstr("reaches rank 1's memory through a memory channel"));
   const CommandResult simulate =
       runCli("simulate '" + plan + "' --topology dgx1 --bytes 64K --critical-path");
   EXPECT_EQ(simulate.exitCode, 0) << simulate.output;

@@ -166,14 +166,48 @@ TEST(OneSidedRunner, ADeadlockOnProcessesTimesOutNamingTheStep) {
   }
 }
 
-TEST(OneSidedRunner, TcpRefusesOneSidedPlansByName) {
+// Over tcp, port-channel puts and signals travel as messages, landed by each rank's receiver:
+// port-channel plans run exactly, messages larger than a FIFO slot included.
+TEST(OneSidedRunner, TcpRunsPortChannelPlansExactly) {
+  for (int n : {2, 3}) {
+    for (std::size_t count : {std::size_t{1000}, std::size_t{300'000}}) {
+      SCOPED_TRACE(testing::Message() << n << " ranks, count " << count);
+      RunOptions options = optionsFor(count, DataType::int32);
+      options.transport = "tcp";
+      options.iterations = 2;
+      for (const nlohmann::json& plan : {plans::portAllGather(n), plans::portPacketAllGather(n)}) {
+        const RunReport report = runOnProcesses(planOf(plan), options);
+        EXPECT_TRUE(report.ok()) << report.firstWrong;
+        EXPECT_EQ(report.checkedElements, static_cast<std::size_t>(n) * (n + 1) * count);
+      }
+    }
+  }
+}
+
+TEST(OneSidedRunner, TcpRefusesMemoryChannelsByName) {
   RunOptions options = optionsFor(64, DataType::float32);
   options.transport = "tcp";
   try {
     runOnProcesses(planOf(plans::twoPhaseAllReduce(2)), options);
-    FAIL() << "tcp took a one-sided plan";
+    FAIL() << "tcp took a memory-channel plan";
   } catch (const OptionError& error) {
-    EXPECT_THAT(error.what(), HasSubstr("--transport tcp has no shared memory"));
+    EXPECT_THAT(error.what(), HasSubstr("rank 0 tb 0 step 0 (put with rank 1) reaches rank 1's "
+                                        "memory through a memory channel"));
+  }
+}
+
+TEST(OneSidedRunner, ADeadlockOverTcpTimesOutNamingTheStep) {
+  nlohmann::json plan = plans::portAllGather(2);
+  plan["gpus"][0]["threadblocks"][0]["ops"].erase(1);  // rank 0's put-with-signal
+  RunOptions options = optionsFor(64, DataType::int32);
+  options.transport = "tcp";
+  options.timeout = std::chrono::milliseconds(300);
+  try {
+    runOnProcesses(planOf(plan), options);
+    FAIL() << "the deadlock went unnoticed";
+  } catch (const TimeoutError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("rank 1 tb 0 step 3 (wait with rank 0 on channel 0) "
+                                        "waited 0 s for signal number 1 from rank 0"));
   }
 }
 
