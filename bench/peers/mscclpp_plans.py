@@ -6,8 +6,8 @@ Takes a microsoft/mscclpp checkout and:
   2. runs every program of its DSL tests (python/mscclpp/language/tests/) and default
      algorithms (python/mscclpp/default_algos/, the configurations of python/mscclpp/__main__.py)
      to emit their plans, with the arguments listed in DSL_PROGRAMS;
-  3. runs `chorus verify` on each plan, and `chorus run` on thread ranks and on shm processes and
-     `chorus simulate` (dgx-h100 nodes enough for its ranks, 1 MiB) on each it reads, and prints a Markdown table
+  3. runs `chorus verify` on each plan, and `chorus run` on thread ranks and on shm and tcp
+     processes and `chorus simulate` (dgx-h100 nodes enough for its ranks, 1 MiB) on each it reads, and prints a Markdown table
      (docs/ir.md "MSCCL++'s own plans") and a count of the plans that verify and simulate;
   4. mutates every plan that verifies clean: drops one signal (of one channel), drops one
      wait, moves one remote destination of a put (or packet put) to the next chunk of the same
@@ -224,34 +224,38 @@ def main():
     plans.update(emitted)
 
     print("| plan | chorus verify | chorus run (thread ranks) | chorus run (shm processes) "
-          "| chorus simulate (dgx-h100, 1 MiB) |")
-    print("|---|---|---|---|---|")
+          "| chorus run (tcp processes) | chorus simulate (dgx-h100, 1 MiB) |")
+    print("|---|---|---|---|---|---|")
     clean = []
     simulated = {0: [0, 0], 1: [0, 0]}  # verify exit code -> [plans, simulated]
-    runs = {0: [0, 0], 1: [0, 0]}  # verify exit code -> [correct on threads, on shm]
+    runs = {0: [0, 0, 0], 1: [0, 0, 0]}  # verify exit code -> correct on threads, shm, tcp
     for name, path in plans.items():
         code, detail = verify(chorus, path)
         prefix = {0: "", 1: "finding: ", 2: "refused: "}.get(code, "exit %d: " % code)
         ran = run_plan(chorus, path) if code in (0, 1) else ""
         ran_shm = run_plan(chorus, path, "shm") if code in (0, 1) else ""
+        ran_tcp = run_plan(chorus, path, "tcp") if code in (0, 1) else ""
         if code in runs:
             runs[code][0] += ran == "correct"
             runs[code][1] += ran_shm == "correct"
+            runs[code][2] += ran_tcp == "correct"
         predicted = simulate_plan(chorus, path) if code in (0, 1) else ""
         if code in simulated:
             simulated[code][0] += 1
             simulated[code][1] += predicted.endswith(" us")
-        print("| %s | %s%s | %s | %s | %s |" % (name, prefix, detail, ran, ran_shm, predicted))
+        print("| %s | %s%s | %s | %s | %s | %s |" % (name, prefix, detail, ran, ran_shm, ran_tcp,
+                                                   predicted))
         if code == 0:
             clean.append(path)
     for name, error in errors.items():
-        print("| %s | the DSL fails: %s | | | |" % (name, error))
+        print("| %s | the DSL fails: %s | | | | |" % (name, error))
     print()
     print("simulated: %d of %d plans that verify ok, %d of %d plans with findings" % (
         simulated[0][1], simulated[0][0], simulated[1][1], simulated[1][0]))
-    print("correct on thread ranks / shm processes: %d / %d of the %d plans that verify ok "
-          "(the others have no postcondition to check), %d / %d of the %d with findings" % (
-              runs[0][0], runs[0][1], simulated[0][0], runs[1][0], runs[1][1], simulated[1][0]))
+    print("correct on thread ranks / shm processes / tcp processes: %d / %d / %d of the %d plans "
+          "that verify ok (the others have no postcondition to check), %d / %d / %d of the %d "
+          "with findings" % (runs[0][0], runs[0][1], runs[0][2], simulated[0][0], runs[1][0],
+                             runs[1][1], runs[1][2], simulated[1][0]))
 
     found, total, missed, specific = {}, {}, [], {}
     for path in clean:
