@@ -55,10 +55,10 @@ std::string segmentName(const std::string& prefix, int rank) {
 }
 
 // One rank of the run, with every rank's segment mapped.
-class OneSidedRank {
+class OneSidedShmRank {
  public:
-  OneSidedRank(const ir::Algorithm& algorithm, const RunOptions& options, int rank,
-               transport::ConnectionSet& connections, const std::string& prefix)
+  OneSidedShmRank(const ir::Algorithm& algorithm, const RunOptions& options, int rank,
+                  transport::ConnectionSet& connections, const std::string& prefix)
       : a_(algorithm),
         options_(options),
         rank_(rank),
@@ -206,6 +206,8 @@ class OneSidedTcpRank : public OneSidedPortLink {
       }
     } catch (...) {
       stop();
+      // A write the receiver could not land is the root cause of the waits it then failed.
+      if (agentFailed_.load()) std::rethrow_exception(agentError_);
       throw;
     }
     stop();
@@ -356,7 +358,7 @@ RunReport runOneSidedOnProcesses(const ir::Algorithm& algorithm, const RunOption
   const auto outcomes =
       runRankProcesses(launch, [&](int rank, transport::ConnectionSet& connections) {
         if (overTcp) return OneSidedTcpRank(algorithm, options, rank, connections).run();
-        OneSidedRank self(algorithm, options, rank, connections, prefix);
+        OneSidedShmRank self(algorithm, options, rank, connections, prefix);
         return self.run();
       });
   throwFirstFailure(outcomes);
