@@ -153,6 +153,13 @@ OneSidedRankMemory oneSidedMemoryAt(std::uint8_t* base, const OneSidedRegion& re
   return memory;
 }
 
+OneSidedRankMemory oneSidedMemoryAt(std::uint8_t* base, const OneSidedRegion& region,
+                                    RankBuffers& buffers) {
+  return oneSidedMemoryAt(base, region,
+                          static_cast<std::uint8_t*>(const_cast<void*>(buffers.input())),
+                          static_cast<std::uint8_t*>(buffers.output()));
+}
+
 void resetOneSidedRegion(std::uint8_t* base, const OneSidedRegion& region) {
   std::memset(base, 0, region.mirror);
   auto* tokens = base + region.tokens;
@@ -476,8 +483,10 @@ OneSidedExecution::OneSidedExecution(const ir::Algorithm& algorithm, const RunOp
 
 OneSidedExecution::~OneSidedExecution() = default;
 
-void OneSidedExecution::run() {
+double OneSidedExecution::run() {
+  const auto start = Clock::now();
   impl_->run();
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 struct OneSidedLanding::State {

@@ -57,6 +57,9 @@ OneSidedRegion oneSidedRegion(const ir::Algorithm& algorithm, int rank, const Ru
 // The views of a region laid out by oneSidedRegion at `base`; input and output as given.
 OneSidedRankMemory oneSidedMemoryAt(std::uint8_t* base, const OneSidedRegion& region,
                                     std::uint8_t* input, std::uint8_t* output);
+// The views of a region at `base` whose user buffers are `buffers`' own (not mirrored).
+OneSidedRankMemory oneSidedMemoryAt(std::uint8_t* base, const OneSidedRegion& region,
+                                    RankBuffers& buffers);
 // Readies the region at `base` for a launch: zero bytes before its mirror (scratch and packet
 // values too), token counts and packet flags created at 0. Its owner calls it before any rank
 // reaches the region.
@@ -125,9 +128,10 @@ class OneSidedExecution {
   OneSidedExecution(const OneSidedExecution&) = delete;
   OneSidedExecution& operator=(const OneSidedExecution&) = delete;
 
-  // Runs every threadblock of the local ranks on its own thread until all ended; rethrows the
-  // root cause of the first failure (TimeoutError naming the step of a plan that deadlocks).
-  void run();
+  // Runs every threadblock of the local ranks on its own thread until all ended and returns the
+  // wall seconds that took; rethrows the root cause of the first failure (TimeoutError naming
+  // the step of a plan that deadlocks).
+  double run();
 
  private:
   class Impl;

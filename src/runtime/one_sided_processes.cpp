@@ -111,11 +111,9 @@ class OneSidedShmRank {
         resetOwn();
         barrier();  // every rank reset before any writes into a peer again
       }
-      OneSidedExecution execution(a_, options_, memory_, {rank_},
-                                  [this] { return connections_.abortReason(); });
-      const auto start = Clock::now();
-      execution.run();
-      report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      report.seconds = OneSidedExecution(a_, options_, memory_, {rank_}, [this] {
+                         return connections_.abortReason();
+                       }).run();
       barrier();  // no peer writes into this rank's memory any more
     }
     buffers_.copyFromMirror(ownBase() + region_.mirror);
@@ -140,7 +138,7 @@ class OneSidedShmRank {
   }
 
   // Every rank of the group gets here once more (a count in rank 0's header). Waits longer than
-  // a launch may take (kBarrierWait): a peer still running times out on its own first and names
+  // a launch may take (barrierWait): a peer still running times out on its own first and names
   // its blocked step (the root cause), and its failure (or death) then ends this wait.
   void barrier() {
     const auto n = static_cast<std::uint64_t>(a_.nranks);
@@ -182,9 +180,7 @@ class OneSidedTcpRank : public OneSidedPortLink {
         storage_(std::make_unique<std::uint8_t[]>(region_.bytes)),
         sendLocks_(static_cast<std::size_t>(algorithm.nranks)) {
     memory_.resize(static_cast<std::size_t>(algorithm.nranks));
-    memory_[static_cast<std::size_t>(rank)] = oneSidedMemoryAt(
-        storage_.get(), region_, static_cast<std::uint8_t*>(const_cast<void*>(buffers_.input())),
-        static_cast<std::uint8_t*>(buffers_.output()));
+    memory_[static_cast<std::size_t>(rank)] = oneSidedMemoryAt(storage_.get(), region_, buffers_);
     landing_ = std::make_unique<OneSidedLanding>(algorithm, options, rank,
                                                  memory_[static_cast<std::size_t>(rank)]);
   }
@@ -197,11 +193,9 @@ class OneSidedTcpRank : public OneSidedPortLink {
         buffers_.reset();
         resetOneSidedRegion(storage_.get(), region_);
         fence(OneSidedWrite::ready);  // no peer writes here before this reset
-        OneSidedExecution execution(
-            a_, options_, memory_, {rank_}, [this] { return failure(); }, this);
-        const auto start = Clock::now();
-        execution.run();
-        report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        report.seconds = OneSidedExecution(
+                             a_, options_, memory_, {rank_}, [this] { return failure(); }, this)
+                             .run();
         fence(OneSidedWrite::done);  // every peer's writes here have landed
       }
     } catch (...) {

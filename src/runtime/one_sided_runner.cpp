@@ -1,7 +1,6 @@
 #include "runtime/one_sided_runner.h"
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 #include <numeric>
 
@@ -21,10 +20,7 @@ RunReport runOneSidedOnThreads(const ir::Algorithm& algorithm, const RunOptions&
     buffers.push_back(std::make_unique<RankBuffers>(algorithm, r, options));
     regions.push_back(oneSidedRegion(algorithm, r, options, 0));
     storage.push_back(std::make_unique<std::uint8_t[]>(regions.back().bytes));
-    auto& b = *buffers.back();
-    memory.push_back(oneSidedMemoryAt(storage.back().get(), regions.back(),
-                                      static_cast<std::uint8_t*>(const_cast<void*>(b.input())),
-                                      static_cast<std::uint8_t*>(b.output())));
+    memory.push_back(oneSidedMemoryAt(storage.back().get(), regions.back(), *buffers.back()));
   }
   std::vector<int> ranks(static_cast<std::size_t>(n));
   std::iota(ranks.begin(), ranks.end(), 0);
@@ -35,11 +31,7 @@ RunReport runOneSidedOnThreads(const ir::Algorithm& algorithm, const RunOptions&
       resetOneSidedRegion(storage[static_cast<std::size_t>(r)].get(),
                           regions[static_cast<std::size_t>(r)]);
     }
-    OneSidedExecution execution(algorithm, options, memory, ranks);
-    const auto start = std::chrono::steady_clock::now();
-    execution.run();
-    report.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report.seconds = OneSidedExecution(algorithm, options, memory, ranks).run();
   }
   checkThreadRanks(algorithm, options, buffers, &report, outputs);
   return report;
