@@ -2,6 +2,7 @@
 // in tests/verify, the thread runner in tests/runtime): correct plans that the tests mutate.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -246,6 +247,91 @@ inline json portPacketAllGather(int n) {
           {"protocol", "LL"},
           {"inplace", false},
           {"gpus", gpus}};
+}
+
+// AllToAll in place over memory channels, n ranks, as MSCCL++'s alltoall_pipeline: two
+// channels to each peer (a handshake set, then a data set). Per peer j, threadblock j opens with
+// a relaxed handshake, then pipelines {put input[peer] into the peer's scratch, signal, release
+// semaphore j}; threadblock n-1+j pipelines {acquire semaphore j (the put has read input[peer]),
+// wait, copy scratch[j] into input[peer]}. Both loops run units of `unitBytes`.
+inline json pipelinedAllToAll(int n, long long unitBytes) {
+  json gpus = json::array();
+  const int k = n - 1;
+  auto pipeline = [&](json body) {
+    return json{{"name", "pipeline"},
+                {"iter_context", {{"unit_size", unitBytes}, {"num_chunks", 1}}},
+                {"ops", std::move(body)}};
+  };
+  for (int r = 0; r < n; ++r) {
+    const std::vector<int> peers = peersOf(r, n);
+    std::vector<int> connected = peers;
+    connected.insert(connected.end(), peers.begin(), peers.end());
+    json semaphores = json::array();
+    json tbs = json::array();
+    for (int j = 0; j < k; ++j) {
+      const std::vector<int> theirs = peersOf(peers[j], n);
+      const int slot =
+          static_cast<int>(std::find(theirs.begin(), theirs.end(), r) - theirs.begin());
+      semaphores.push_back({{"init_value", 0}});
+      tbs.push_back({{"id", j},
+                     {"channels", {{{"channel_type", "memory"}, {"channel_ids", {j, k + j}}}}},
+                     {"remote_buffer_refs",
+                      {{{"access_channel_type", "memory"}, {"remote_buffer_ids", {j}}}}},
+                     {"ops",
+                      {syncOp("rlxsignal", "memory", {0}), syncOp("rlxwait", "memory", {0}), nop(),
+                       pipeline({{{"name", "put"},
+                                  {"channel_type", "memory"},
+                                  {"src_buff", {entry("i", peers[j])}},
+                                  {"dst_buff", {remoteEntry(0, slot)}}},
+                                 nop(),
+                                 syncOp("signal", "memory", {1}),
+                                 nop(),
+                                 {{"name", "sem_release"}, {"semaphore_ids", {j}}}})}}});
+    }
+    for (int j = 0; j < k; ++j)
+      tbs.push_back({{"id", k + j},
+                     {"channels", {{{"channel_type", "memory"}, {"channel_ids", {k + j}}}}},
+                     {"remote_buffer_refs", json::array()},
+                     {"ops",
+                      {pipeline({{{"name", "sem_acquire"}, {"semaphore_ids", {j}}},
+                                 nop(),
+                                 syncOp("wait", "memory", {0}),
+                                 nop(),
+                                 {{"name", "copy"},
+                                  {"src_buff", {entry("s", j)}},
+                                  {"dst_buff", {entry("i", peers[j])}}}})}}});
+    gpus.push_back({{"id", r},
+                    {"input_chunks", n},
+                    {"output_chunks", n},
+                    {"scratch_chunks", k},
+                    {"channels", {{{"channel_type", "memory"}, {"connected_to", connected}}}},
+                    {"remote_buffers", remoteBuffers(peers, "s", "memory")},
+                    {"semaphores", semaphores},
+                    {"threadblocks", tbs}});
+  }
+  return {{"name", "pipelined_alltoall"},
+          {"collective", "alltoall"},
+          {"protocol", "Simple"},
+          {"inplace", true},
+          {"gpus", gpus}};
+}
+
+// `plan` with every pipeline op replaced by its body: what chorus reads a pipeline as.
+inline json withoutPipelines(json plan) {
+  for (json& gpu : plan["gpus"])
+    for (json& tb : gpu["threadblocks"]) {
+      json flat = json::array();
+      for (json& op : tb["ops"]) {
+        if (op["name"] != "pipeline") {
+          flat.push_back(op);
+          continue;
+        }
+        for (json& inner : op["ops"])
+          flat.push_back(inner);
+      }
+      tb["ops"] = flat;
+    }
+  return plan;
 }
 
 }  // namespace chorus::testing_support::mscclpp_plans

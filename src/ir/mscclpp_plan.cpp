@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/mscclpp_pipelines.h"
 #include "support/error.h"
 
 // Field names, defaults and op semantics follow MSCCL++'s executor at commit 1f5f065
@@ -55,6 +56,8 @@ struct Counts {
 };
 
 constexpr std::string_view kSwitchOps[] = {"glres", "gstore", "gstorepkt", "glre"};
+constexpr std::string_view kPacketOps[] = {"cpkt",  "upkt",   "ppkt",   "rppkt",
+                                           "repkt", "respkt", "recpkt", "recspkt"};
 constexpr std::string_view kKnownOps =
     "nop, barrier, copy, put, pws, pwsf, get, re, res, rre, rres, signal, wait, rlxsignal, "
     "rlxwait, flush, sem_acquire, sem_release, and the LL packet ops cpkt, upkt, ppkt, rppkt, "
@@ -123,6 +126,8 @@ class Reader {
   void readThreadblock(const json& tb, int rank, int position, const std::string& path);
   void readOp(const json& op, int rank, const TbTables& tables, Threadblock& out,
               const std::string& path);
+  void readPipeline(const json& op, int rank, const TbTables& tables, Threadblock& out,
+                    const std::string& path, const std::string& where);
   Operand operand(const json& entry, int rank, int channelKind, const TbTables& tables,
                   std::pair<int, int> group, const std::string& path) const;
   std::vector<Operand> operands(const json& op, const char* key, int rank, int channelKind,
@@ -137,6 +142,9 @@ class Reader {
   std::vector<Counts> counts_;  // per rank, scaled
   std::vector<ChannelLists> channelLists_;
   std::vector<std::vector<RemoteBuffer>> remoteBuffers_;  // per rank, GPU-wide ids
+  std::vector<PipelineLoop> loops_;                       // every pipeline op, in reading order
+  PipelineTags tags_;                                     // where each step came from
+  int loop_ = -1;                                         // the pipeline whose body is being read
 };
 
 // The lcm of every tbg_size in the plan (1 without groups); refuses more than 64.
@@ -259,8 +267,11 @@ Algorithm Reader::read(std::string_view text) {
     }
   }
   algorithm_.chunksPerLoop = chunksPerLoop;
+  tags_.resize(gpus.size());
   for (std::size_t r = 0; r < gpus.size(); ++r)
     readGpu(gpus[r], static_cast<int>(r), fmt::format("plan.gpus[{}]", r));
+  if (auto problem = findPipelineProblem(algorithm_, loops_, tags_))
+    fail(problem->path, problem->message);
   return std::move(algorithm_);
 }
 
@@ -307,8 +318,11 @@ void Reader::readThreadblock(const json& tb, int rank, int position, const std::
   Threadblock out;
   out.id = position;
   const json& ops = array(tb, "ops", path);
-  for (std::size_t i = 0; i < ops.size(); ++i)
+  tags_[rank].emplace_back();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
     readOp(ops[i], rank, tables, out, fmt::format("{}.ops[{}]", path, i));
+    tags_[rank].back().resize(out.steps.size());  // outside pipelines (loop -1)
+  }
   algorithm_.ranks[rank].threadblocks.push_back(std::move(out));
 }
 
@@ -377,6 +391,52 @@ int Reader::channelOf(const json& op, int rank, int channelKind, const TbTables&
   return channelLists_[rank].unified[channelKind][list[local]];
 }
 
+// A pipeline's body, read once over whole chunks; findPipelineProblem then checks that this is
+// what MSCCL++'s unit-by-unit iterations compute (mscclpp_pipelines.h).
+void Reader::readPipeline(const json& op, int rank, const TbTables& tables, Threadblock& out,
+                          const std::string& path, const std::string& where) {
+  if (loop_ >= 0)
+    fail(where,
+         "a pipeline inside a pipeline: MSCCL++'s executor runs one level of pipelines (its DSL "
+         "refuses nested LoopIterationContexts); flatten the inner one");
+  const json& context = field(op, "iter_context", path);
+  PipelineLoop loop;
+  loop.path = path;
+  loop.unitBytes = integer(field(context, "unit_size", path + ".iter_context"),
+                           path + ".iter_context.unit_size", 1, UINT32_MAX);
+  loop.numChunks = intField(context, "num_chunks", path + ".iter_context", 1, 1 << 20);
+  const Counts& counts = counts_[static_cast<std::size_t>(rank)];
+  loop.chunkBasis = (counts.input != 0 ? counts.input : counts.output) / scale_;
+  loop.scale = scale_;
+  const json& body = array(op, "ops", path);
+  loops_.push_back(loop);
+  loop_ = static_cast<int>(loops_.size()) - 1;
+  for (std::size_t j = 0; j < body.size(); ++j) {
+    const std::string bodyPath = fmt::format("{}.ops[{}]", path, j);
+    const std::string name = stringField(body[j], "name", bodyPath);
+    const std::string bodyWhere = fmt::format("{} ({})", bodyPath, name);
+    if (name == "barrier")
+      fail(bodyWhere,
+           "a barrier in a pipeline body joins its threadblocks once per iteration, which "
+           "chorus does not model (it reads a pipeline's body once); move the barrier out of "
+           "the loop or order the threadblocks with semaphores");
+    if (std::find(std::begin(kPacketOps), std::end(kPacketOps), name) != std::end(kPacketOps))
+      fail(bodyWhere,
+           "an LL packet op in a pipeline body: MSCCL++'s packet ops ignore the iteration's "
+           "offset (execution_kernel.hpp) and move their whole operands in every iteration, "
+           "which chorus does not model; move it out of the loop");
+    if (body[j].is_object() && body[j].contains("tbg_info") &&
+        intField(body[j]["tbg_info"], "tbg_size", bodyPath + ".tbg_info", 1, 64) > 1)
+      fail(bodyWhere,
+           "a thread-block group op in a pipeline body: each member's slice is smaller than "
+           "the num_chunks chunks MSCCL++ iterates over, so its executor runs past the slice; "
+           "move it out of the loop");
+    readOp(body[j], rank, tables, out, bodyPath);
+    tags_[rank].back().resize(out.steps.size(), PipelineTag{loop_, static_cast<int>(j)});
+  }
+  loop_ = -1;
+}
+
 void Reader::readOp(const json& op, int rank, const TbTables& tables, Threadblock& out,
                     const std::string& path) {
   const std::string name = stringField(op, "name", path);
@@ -385,10 +445,10 @@ void Reader::readOp(const json& op, int rank, const TbTables& tables, Threadbloc
     fail(where,
          "NVLS switch operations need NVLink SHARP multicast hardware, which chorus "
          "neither models nor runs");
-  if (name == "pipeline")
-    fail(where,
-         "pipelined loops (LoopIterationContext, iter_context) are not modelled by "
-         "chorus yet");
+  if (name == "pipeline") {
+    readPipeline(op, rank, tables, out, path, where);
+    return;
+  }
   if (op.contains("reduce_op") && op["reduce_op"] != "sum")
     fail(where, fmt::format("reduce_op {}: MSCCL++'s executor ignores reduce_op and always sums "
                             "(execution_kernel.hpp), so chorus refuses rather than guess which "

@@ -20,8 +20,10 @@ namespace chorus::ir {
 //   packet ops → copies, reduces and puts with packet operands (Step::srcPackets, dstPackets).
 // Thread-block groups (tbg_info) cut each entry into tbg_size slices: chunk counts are scaled
 // by the least common multiple of the group sizes so that every slice is whole chunks.
-// Throws ParseError naming `sourceName` and the JSON path of what is wrong; ops chorus does not
-// model (pipelines) or cannot run (NVLS switch ops) are refused by name.
+// A `pipeline` op's body is read once over whole chunks, where that computes what MSCCL++'s
+// unit-by-unit iterations do (ir/mscclpp_pipelines.h); else the plan is refused naming why.
+// Throws ParseError naming `sourceName` and the JSON path of what is wrong; ops chorus cannot
+// run (NVLS switch ops) are refused by name.
 Algorithm readMscclppPlan(std::string_view text, const std::string& sourceName);
 
 }  // namespace chorus::ir

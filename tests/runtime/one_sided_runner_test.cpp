@@ -46,6 +46,14 @@ TEST(OneSidedRunner, HandWrittenPlansRunExactly) {
       EXPECT_TRUE(allgather.ok()) << allgather.firstWrong;
       // Every output element plus, out of place, every input element.
       EXPECT_EQ(allgather.checkedElements, static_cast<std::size_t>(n) * (n + 1) * count);
+      // Read as its pipelines' bodies (ir/mscclpp_pipelines.h), iterations of 4 KiB or not.
+      for (long long unit : {4096LL, 1LL << 20}) {
+        const RunReport alltoall = runOnThreads(planOf(plans::pipelinedAllToAll(n, unit)),
+                                                optionsFor(count, DataType::int32));
+        EXPECT_TRUE(alltoall.ok()) << alltoall.firstWrong;
+        // count per peer: n blocks of it per rank.
+        EXPECT_EQ(alltoall.checkedElements, static_cast<std::size_t>(n) * n * count);
+      }
     }
   }
   for (bool barrier : {false, true}) {
@@ -140,6 +148,8 @@ TEST(OneSidedRunner, ProcessesRunOneSidedPlansExactly) {
       EXPECT_EQ(report.checkedElements, static_cast<std::size_t>(n) * 1000);
     }
     options.type = DataType::int32;
+    const RunReport alltoall = runOnProcesses(planOf(plans::pipelinedAllToAll(n, 4096)), options);
+    EXPECT_TRUE(alltoall.ok()) << alltoall.firstWrong;
     for (const nlohmann::json& plan : {plans::portAllGather(n), plans::portPacketAllGather(n)}) {
       const RunReport report = runOnProcesses(planOf(plan), options);
       EXPECT_TRUE(report.ok()) << report.firstWrong;

@@ -248,9 +248,6 @@ TEST(MscclppPlan, RefusesWhatChorusDoesNotModelByName) {
                         "(gstorepkt): NVLS switch operations need NVLink SHARP multicast"));
   EXPECT_THAT(errorOf(planWithOps({{{"name", "glres"}}})),
               HasSubstr("(glres): NVLS switch operations need NVLink SHARP multicast hardware"));
-  EXPECT_THAT(errorOf(planWithOps({{{"name", "pipeline"}}})),
-              HasSubstr("(pipeline): pipelined loops (LoopIterationContext, iter_context) are "
-                        "not modelled by chorus yet"));
   EXPECT_THAT(errorOf(planWithOps({{{"name", "teleport"}}})),
               HasSubstr("(teleport): unknown operation; MSCCL++'s executor runs nop, barrier"));
   EXPECT_THAT(errorOf(planWithOps({{{"name", "re"},

@@ -18,6 +18,7 @@ namespace {
 
 using chorus::testing_support::mscclpp_plans::handOff;
 using chorus::testing_support::mscclpp_plans::packetAllReduce;
+using chorus::testing_support::mscclpp_plans::pipelinedAllToAll;
 using chorus::testing_support::mscclpp_plans::portAllGather;
 using chorus::testing_support::mscclpp_plans::portPacketAllGather;
 using chorus::testing_support::mscclpp_plans::twoPhaseAllReduce;
@@ -55,6 +56,39 @@ TEST(OneSidedVerify, HandWrittenPlansAreClean) {
     const VerifyReport report = verifyPlan(handOff(barrier));
     EXPECT_TRUE(report.ok()) << report.describe();
   }
+}
+
+// A pipeline's body is verified as read once (ir/mscclpp_pipelines.h): the pipelined AllToAll
+// is clean, and without the semaphore that holds each receiver until its sender has read
+// input[peer], the receiver's copy into input[peer] races with that put.
+TEST(OneSidedVerify, PipelinedPlansAreVerifiedAsTheirBodies) {
+  for (int n : {2, 3, 5}) {
+    SCOPED_TRACE(n);
+    const VerifyReport report = verifyPlan(pipelinedAllToAll(n, 1 << 20));
+    EXPECT_TRUE(report.ok()) << report.describe();
+    EXPECT_TRUE(report.postconditionChecked);
+  }
+  json plan = pipelinedAllToAll(3, 1 << 20);
+  for (int tb = 0; tb < 2; ++tb) {
+    json& send = opsOf(plan, 0, tb)[3]["ops"];
+    ASSERT_EQ(send[4]["name"], "sem_release");
+    send.erase(4);
+    json& receive = opsOf(plan, 0, 2 + tb)[0]["ops"];
+    ASSERT_EQ(receive[0]["name"], "sem_acquire");
+    receive.erase(0);
+  }
+  const VerifyReport report = verifyPlan(plan);
+  EXPECT_TRUE(hasKind(report, FindingKind::race)) << report.describe();
+  EXPECT_THAT(report.describe(), HasSubstr("rank 0's input["));
+  // A channel a loop waits on that nothing signals reads (no iteration meets a signal either
+  // way), and its wait starves.
+  json unsignalled = pipelinedAllToAll(2, 1 << 20);
+  json& body = opsOf(unsignalled, 0, 0)[3]["ops"];
+  ASSERT_EQ(body[2]["name"], "signal");
+  body.erase(2);
+  const VerifyReport starved = verifyPlan(unsignalled);
+  EXPECT_TRUE(hasKind(starved, FindingKind::deadlock)) << starved.describe();
+  EXPECT_THAT(starved.describe(), HasSubstr("rank 1 tb 1 step 2 (wait for rank 0"));
 }
 
 // Every single-op deletion of a signal, wait or nop in the two-phase plan on 3 ranks: each
