@@ -15,6 +15,7 @@ packages=(
   openmpi-bin libopenmpi-dev mpich libmpich-dev libgloo-dev
   libhwloc-dev pkg-config
   iproute2 procps
+  slurmd slurmctld slurm-client munge
   python3-dev python3-venv
 )
 

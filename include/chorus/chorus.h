@@ -84,9 +84,11 @@ class Communicator {
   // one thread inside groupStart()/groupEnd(), or from one thread per communicator.
   static std::vector<Communicator> initAll(int nranks, const CommConfig& config = {});
   // Rank, size and rendezvous from a launcher's environment: `chorus launch` (CHORUS_RANK,
-  // CHORUS_WORLD_SIZE, CHORUS_STORE), Open MPI's mpirun (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK)
-  // or torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). Throws OptionError naming the
-  // variables it looked for when none is set.
+  // CHORUS_WORLD_SIZE, CHORUS_STORE), Open MPI's mpirun (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK),
+  // torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or Slurm's srun (SLURM_PROCID,
+  // SLURM_NTASKS, SLURM_LOCALID, SLURM_STEP_ID; rank 0's store on the first host of
+  // SLURM_STEP_NODELIST, docs/multihost.md). Throws OptionError naming the variables it looked
+  // for when none is set.
   static Communicator initFromEnvironment(const CommConfig& config = {});
 
   Communicator(Communicator&&) noexcept;

@@ -5,6 +5,7 @@
 
 #include "api/call_tag.h"
 #include "api/comm_factory.h"
+#include "support/log.h"
 #include "transport/bootstrap_env.h"
 
 namespace chorus {
@@ -13,6 +14,10 @@ Communicator Communicator::initFromEnvironment(const CommConfig& config) {
   const auto resolved = api::resolveConfig(config, api::InitKind::perProcess);
   transport::EnvBootstrap boot =
       transport::bootstrapFromEnvironment(resolved.timeout, resolved.authToken);
+  if (logEnabled(LogLevel::info))
+    logLine(LogLevel::info,
+            fmt::format("launched by {} (job {}): rank {} of {}, local rank {}", boot.source,
+                        boot.jobId, boot.rank, boot.size, boot.localRank));
   auto plans = api::selectPlans(boot.size, resolved);
   const int index =
       api::nextCommunicatorIndex(fmt::format("job {} rank {}", boot.jobId, boot.rank));

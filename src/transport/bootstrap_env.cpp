@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
@@ -35,13 +36,26 @@ constexpr const char* kReadVariables[] = {
     "MASTER_PORT",
     "TORCHELASTIC_RUN_ID",
     "TORCHELASTIC_RESTART_COUNT",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_LOCALID",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+    "SLURM_STEPID",
+    "SLURM_STEP_NODELIST",
+    "SLURM_JOB_NODELIST",
+    "SLURM_NODELIST",
+    "SLURMD_NODENAME",
+    "PMIX_RANK",
     "TMPDIR",
 };
 
 constexpr const char* kLookedFor =
     "chorus launch (CHORUS_RANK, CHORUS_WORLD_SIZE, CHORUS_STORE), Open MPI mpirun "
-    "(OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) or torchrun (RANK, WORLD_SIZE, MASTER_ADDR, "
-    "MASTER_PORT)";
+    "(OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE), torchrun (RANK, WORLD_SIZE, MASTER_ADDR, "
+    "MASTER_PORT) or Slurm srun (SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_ID, SLURM_JOB_ID, "
+    "SLURM_STEP_NODELIST)";
 
 // Who this process is, as one launcher's variables say.
 struct Launch {
@@ -50,8 +64,9 @@ struct Launch {
   int size = 0;
   int localRank = 0;
   std::string jobId;
-  std::string masterAddress;  // torchrun: where rank 0's store is reached
-  int storePort = 0;          // torchrun: CHORUS_MASTER_PORT or MASTER_PORT + 1
+  std::string masterAddress;  // torchrun, srun: where rank 0's store is reached
+  int storePort = 0;          // torchrun, srun: where rank 0 serves it
+  std::string serverHost;     // srun: the host rank 0 must run on (empty: not checked)
 };
 
 std::optional<std::string> lookup(const EnvVariables& variables, const char* name) {
@@ -107,6 +122,18 @@ std::string sanitizeJobId(std::string_view id) {
   return out;
 }
 
+// A port for a step's store when nothing names one: 20000 + (FNV-1a of "JOB.STEP") mod 12000,
+// the same on every rank of the step and below Linux's ephemeral range (32768-60999), so
+// concurrent steps rarely meet.
+int slurmStorePort(std::string_view step) {
+  std::uint32_t hash = 2166136261u;
+  for (char c : step) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 16777619u;
+  }
+  return 20000 + static_cast<int>(hash % 12000);
+}
+
 Launch parseChorusLaunch(const EnvVariables& variables) {
   Launch launch;
   launch.source = "chorus launch";
@@ -158,6 +185,50 @@ Launch parseTorchrun(const EnvVariables& variables) {
   return launch;
 }
 
+// srun: SLURM_PROCID/NTASKS/LOCALID of a job step (SLURM_STEP_ID tells a task of srun from
+// the batch script, which has SLURM_PROCID=0 too). Rank 0 serves the store on the first host of
+// the step's node list (srun places task 0 there unless told otherwise), or at MASTER_ADDR.
+Launch parseSlurm(const EnvVariables& variables) {
+  Launch launch;
+  launch.source = "Slurm srun";
+  const char* size = lookup(variables, "SLURM_NTASKS") ? "SLURM_NTASKS" : "SLURM_NPROCS";
+  if (!lookup(variables, size))
+    throw OptionError(
+        "Slurm srun: SLURM_PROCID is set but neither SLURM_NTASKS nor SLURM_NPROCS is; srun sets "
+        "them for every task of a step");
+  parseRanks(variables, "SLURM_PROCID", size, "SLURM_LOCALID", launch);
+  const std::string job = require(variables, "SLURM_JOB_ID", "SLURM_PROCID");
+  const std::string step =
+      lookup(variables, "SLURM_STEP_ID").value_or(lookup(variables, "SLURM_STEPID").value_or(""));
+  if (auto pmix = lookup(variables, "PMIX_RANK");
+      pmix && *pmix != *lookup(variables, "SLURM_PROCID"))
+    throw OptionError(fmt::format(
+        "Slurm srun: PMIX_RANK={} but SLURM_PROCID={}; something between srun and this process "
+        "changed one of them; unset the stale one",
+        *pmix, *lookup(variables, "SLURM_PROCID")));
+  launch.jobId = lookup(variables, "CHORUS_JOB_ID").value_or(fmt::format("slurm-{}.{}", job, step));
+  if (auto address = lookup(variables, "MASTER_ADDR")) {
+    launch.masterAddress = *address;
+  } else {
+    const char* listName = lookup(variables, "SLURM_STEP_NODELIST")  ? "SLURM_STEP_NODELIST"
+                           : lookup(variables, "SLURM_JOB_NODELIST") ? "SLURM_JOB_NODELIST"
+                                                                     : "SLURM_NODELIST";
+    launch.masterAddress = firstSlurmHost(require(variables, listName, "SLURM_PROCID"), listName);
+    launch.serverHost = launch.masterAddress;
+  }
+  if (auto port = lookup(variables, "CHORUS_MASTER_PORT")) {
+    launch.storePort = parseInt("CHORUS_MASTER_PORT", *port, 1, 65535, "a TCP port");
+  } else if (auto master = lookup(variables, "MASTER_PORT")) {
+    launch.storePort = parseInt("MASTER_PORT", *master, 1, 65534,
+                                "a TCP port below 65535 (chorus's store listens on MASTER_PORT "
+                                "+ 1; set CHORUS_MASTER_PORT to choose another)") +
+                       1;
+  } else {
+    launch.storePort = slurmStorePort(job + "." + step);
+  }
+  return launch;
+}
+
 std::optional<Launch> parseLaunch(const EnvVariables& variables) {
   std::optional<Launch> launch;
   if (lookup(variables, "CHORUS_RANK"))
@@ -166,6 +237,9 @@ std::optional<Launch> parseLaunch(const EnvVariables& variables) {
     launch = parseOpenMpi(variables);
   else if (lookup(variables, "RANK"))
     launch = parseTorchrun(variables);
+  else if (lookup(variables, "SLURM_PROCID") &&
+           (lookup(variables, "SLURM_STEP_ID") || lookup(variables, "SLURM_STEPID")))
+    launch = parseSlurm(variables);
   if (launch) launch->jobId = sanitizeJobId(launch->jobId);
   return launch;
 }
@@ -223,9 +297,16 @@ std::shared_ptr<Store> openStore(const EnvVariables& variables, const Launch& la
     const std::string tmp = lookup(variables, "TMPDIR").value_or("/tmp");
     return std::make_shared<FileStore>(fmt::format("{}/chorus-{}", tmp, launch.jobId));
   }
-  // torchrun: rank 0 serves on every interface; the others reach it at MASTER_ADDR.
+  // torchrun, srun: rank 0 serves on every interface; the others reach it at masterAddress.
   const std::string& address = launch.masterAddress;
   const int port = launch.storePort;
+  const auto here = lookup(variables, "SLURMD_NODENAME");
+  if (launch.rank == 0 && !launch.serverHost.empty() && here && *here != launch.serverHost)
+    throw OptionError(fmt::format(
+        "Slurm srun: rank 0 runs on {}, but the other ranks look for its store on {}, the first "
+        "host of the step's node list; set MASTER_ADDR to rank 0's host (or CHORUS_STORE) on "
+        "every rank, or launch with srun's default block distribution",
+        *here, launch.serverHost));
   if (launch.rank == 0)
     return std::make_shared<TcpStore>(isIpv6(address) ? "::" : "0.0.0.0", port, true, timeout,
                                       authToken);
@@ -233,6 +314,35 @@ std::shared_ptr<Store> openStore(const EnvVariables& variables, const Launch& la
 }
 
 }  // namespace
+
+std::string firstSlurmHost(std::string_view list, const char* name) {
+  const auto fail = [&](std::string_view problem) -> std::string {
+    throw OptionError(
+        fmt::format("{}='{}' {}; expected a Slurm host list such as "
+                    "node[01-04,07],login1",
+                    name, list, problem));
+  };
+  std::string host;
+  std::size_t i = 0;
+  while (i < list.size() && list[i] != ',') {
+    if (list[i] == ']') return fail("closes a bracket it did not open");
+    if (list[i] != '[') {
+      host += list[i++];
+      continue;
+    }
+    const std::size_t close = list.find(']', i);
+    if (close == std::string_view::npos) return fail("opens a bracket it does not close");
+    const std::string_view group = list.substr(i + 1, close - i - 1);
+    const std::string_view first = group.substr(0, group.find_first_of(",-"));
+    if (first.empty() || first.find_first_not_of("0123456789") != std::string_view::npos)
+      return fail(
+          fmt::format("has a bracket group '[{}]' that does not start with a number", group));
+    host += first;
+    i = close + 1;
+  }
+  if (host.empty()) return fail("names no host first");
+  return host;
+}
 
 EnvVariables launcherVariables() {
   EnvVariables variables;

@@ -1,5 +1,5 @@
-// Bootstrap from a launcher's environment: detection and precedence of chorus launch, Open MPI
-// and torchrun variables, malformed values named in OptionErrors, and real rendezvous of
+// Bootstrap from a launcher's environment: detection and precedence of chorus launch, Open MPI,
+// torchrun and Slurm srun variables, malformed values named in OptionErrors, and real rendezvous of
 // several ranks (threads, each with its own variable map) through file and TCP stores.
 #include <arpa/inet.h>
 #include <fmt/format.h>
@@ -88,6 +88,21 @@ EnvVariables torchrun(int rank, int size, int masterPort) {
           {"MASTER_PORT", std::to_string(masterPort)}};
 }
 
+// A task of `srun -n size` in job 4242, step 0, as srun sets it (without MPI plugin); ranks 0
+// and 1 run on the first host of the node list, written PREFIX[1-...] (others elsewhere).
+EnvVariables srun(int rank, int size, const std::string& nodeList = "127.0.0.[1-2]") {
+  return {{"SLURM_PROCID", std::to_string(rank)},
+          {"SLURM_NTASKS", std::to_string(size)},
+          {"SLURM_NPROCS", std::to_string(size)},
+          {"SLURM_LOCALID", std::to_string(rank % 2)},
+          {"SLURM_JOB_ID", "4242"},
+          {"SLURM_STEP_ID", "0"},
+          {"SLURM_JOB_NODELIST", "login[1-9]"},
+          {"SLURM_STEP_NODELIST", nodeList},
+          {"SLURMD_NODENAME",
+           rank < 2 ? nodeList.substr(0, nodeList.find_first_of(",[")) + "1" : "elsewhere"}};
+}
+
 EnvVariables merged(EnvVariables a, const EnvVariables& b) {
   for (const auto& [key, value] : b)
     a[key] = value;
@@ -135,6 +150,81 @@ TEST(BootstrapEnvTest, DetectsEachLauncherAndNone) {
   EXPECT_EQ(detectLauncher(chorusLaunch(0, 2, "file:///tmp/x")), "chorus launch");
   EXPECT_EQ(detectLauncher(openMpi(1, 2)), "Open MPI mpirun");
   EXPECT_EQ(detectLauncher(torchrun(1, 2, 29500)), "torchrun");
+  EXPECT_EQ(detectLauncher(srun(1, 2)), "Slurm srun");
+  // A batch script has SLURM_PROCID=0 and SLURM_NTASKS but is no task of a step.
+  EnvVariables batch = srun(0, 4);
+  batch.erase("SLURM_STEP_ID");
+  EXPECT_EQ(detectLauncher(batch), std::nullopt);
+  batch["SLURM_STEPID"] = "3";  // the older name
+  EXPECT_EQ(detectLauncher(batch), "Slurm srun");
+  // torchrun (or mpirun) started by srun: theirs are the ranks.
+  EXPECT_EQ(detectLauncher(merged(srun(0, 2), torchrun(1, 4, 29500))), "torchrun");
+  EXPECT_EQ(detectLauncher(merged(srun(0, 2), openMpi(1, 4))), "Open MPI mpirun");
+}
+
+TEST(BootstrapEnvTest, FirstHostOfASlurmHostList) {
+  EXPECT_EQ(firstSlurmHost("node07", "L"), "node07");
+  EXPECT_EQ(firstSlurmHost("node[07-09,12],gpu1", "L"), "node07");
+  EXPECT_EQ(firstSlurmHost("gpu1,node[1-2]", "L"), "gpu1");
+  EXPECT_EQ(firstSlurmHost("node[12,3-4]", "L"), "node12");
+  EXPECT_EQ(firstSlurmHost("rack[2-3]-n[001-004]x", "L"), "rack2-n001x");
+  EXPECT_EQ(firstSlurmHost("10.0.0.[5-8]", "L"), "10.0.0.5");
+  EXPECT_THAT(errorOf([] { firstSlurmHost("node[1-2", "SLURM_STEP_NODELIST"); }),
+              HasSubstr("SLURM_STEP_NODELIST='node[1-2' opens a bracket it does not close"));
+  EXPECT_THAT(errorOf([] { firstSlurmHost("node[a-b]", "L"); }),
+              HasSubstr("bracket group '[a-b]' that does not start with a number"));
+  EXPECT_THAT(errorOf([] { firstSlurmHost("node1]", "L"); }), HasSubstr("closes a bracket"));
+  EXPECT_THAT(errorOf([] { firstSlurmHost(",node1", "L"); }), HasSubstr("names no host first"));
+}
+
+TEST(BootstrapEnvTest, SrunStepRendezvousAtTheFirstHostOfItsNodeList) {
+  const int storePort = freePort();
+  const auto boots = rendezvous(3, [&](int r) {
+    EnvVariables variables = srun(r, 3);
+    variables["CHORUS_MASTER_PORT"] = std::to_string(storePort);
+    return variables;
+  });
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(boots[r].source, "Slurm srun");
+    EXPECT_EQ(boots[r].rank, r);
+    EXPECT_EQ(boots[r].size, 3);
+    EXPECT_EQ(boots[r].localRank, r % 2);
+    EXPECT_EQ(boots[r].jobId, "slurm-4242.0");
+  }
+  // MASTER_PORT (a training script's own store) moves chorus's to the port after it.
+  const int besidePort = freePort();
+  const auto beside = rendezvous(2, [&](int r) {
+    EnvVariables variables = srun(r, 2, "127.0.0.1,node9");
+    variables["SLURMD_NODENAME"] = "127.0.0.1";
+    variables["SLURM_STEP_ID"] = "1";
+    variables["MASTER_PORT"] = std::to_string(besidePort - 1);
+    return variables;
+  });
+  EXPECT_EQ(beside[1].jobId, "slurm-4242.1");
+}
+
+TEST(BootstrapEnvTest, SrunMistakesAreOptionErrors) {
+  auto bootError = [](const EnvVariables& variables) {
+    return errorOf([&] { bootstrapFromVariables(variables, milliseconds(200)); });
+  };
+  // Rank 0 placed elsewhere than the first host (srun -m arbitrary, or a node list edited).
+  EnvVariables moved = srun(0, 2, "node[1-2]");
+  moved["SLURMD_NODENAME"] = "node2";
+  EXPECT_THAT(bootError(moved),
+              HasSubstr("rank 0 runs on node2, but the other ranks look for its store on node1"));
+  EnvVariables pmix = srun(1, 2);
+  pmix["PMIX_RANK"] = "0";
+  EXPECT_THAT(detectError(pmix), HasSubstr("PMIX_RANK=0 but SLURM_PROCID=1"));
+  EnvVariables noSize = srun(1, 2);
+  noSize.erase("SLURM_NTASKS");
+  noSize.erase("SLURM_NPROCS");
+  EXPECT_THAT(detectError(noSize), HasSubstr("neither SLURM_NTASKS nor SLURM_NPROCS"));
+  EXPECT_THAT(detectError(merged(srun(0, 2), {{"SLURM_PROCID", "2"}})),
+              HasSubstr("SLURM_PROCID='2' is not a rank of SLURM_NTASKS=2"));
+  EnvVariables noJob = srun(1, 2);
+  noJob.erase("SLURM_JOB_ID");
+  EXPECT_THAT(detectError(noJob), HasSubstr("SLURM_PROCID is set but SLURM_JOB_ID is not"));
+  EXPECT_THAT(detectError(srun(1, 2, "n[x]")), HasSubstr("SLURM_STEP_NODELIST='n[x]'"));
 }
 
 TEST(BootstrapEnvTest, ChorusVariablesWinThenOpenMpiThenTorchrun) {
@@ -202,6 +292,7 @@ TEST(BootstrapEnvTest, BadStoresAndMissingLaunchersAreOptionErrors) {
   EXPECT_THAT(none, HasSubstr("CHORUS_RANK"));
   EXPECT_THAT(none, HasSubstr("OMPI_COMM_WORLD_RANK"));
   EXPECT_THAT(none, HasSubstr("MASTER_ADDR"));
+  EXPECT_THAT(none, HasSubstr("SLURM_PROCID"));
   EnvVariables noJob = openMpi(0, 1);
   noJob.erase("OMPI_MCA_ess_base_jobid");
   noJob.erase("PMIX_NAMESPACE");
