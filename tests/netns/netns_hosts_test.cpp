@@ -237,7 +237,11 @@ TEST_F(NetnsHostsTest, RankThatNeverStartsIsNamedWithinTheTimeout) {
   for (int r : {0, 1, 3}) {
     SCOPED_TRACE("rank " + std::to_string(r));
     EXPECT_NE(runs[static_cast<std::size_t>(r)].exitCode, 0);
-    EXPECT_THAT(runs[static_cast<std::size_t>(r)].output, HasSubstr("error"));
+    // Rank 0 (the store's server) times out naming rank 2; the others may see the server gone
+    // first, still while waiting for rank 2.
+    EXPECT_THAT(runs[static_cast<std::size_t>(r)].output,
+                r == 0 ? HasSubstr("rank 2 of 4 did not join the communicator within 10000 ms")
+                       : HasSubstr("rank 2 of 4"));
   }
 }
 
