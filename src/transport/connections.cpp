@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstring>
 
+#include <fmt/format.h>
+
 namespace chorus::transport {
 
 std::size_t formatNumberedCall(char* out, std::size_t capacity, std::string_view name,
@@ -24,6 +26,14 @@ std::size_t formatNumberedCall(char* out, std::size_t capacity, std::string_view
     append(details);
   }
   return size;
+}
+
+std::string departedPeerReason(int peer, std::uint64_t started, int rank, std::uint64_t current) {
+  return fmt::format(
+      "rank {} left the group (destroyed its communicator) after {} collective calls, while "
+      "rank {} waits in collective #{}, which needs it: every rank must make the same "
+      "collective calls before it destroys the group",
+      peer, started, rank, current);
 }
 
 void ConnectionSet::publishNumberedCall(std::uint64_t /*shapeKey*/, std::string_view name,

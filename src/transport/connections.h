@@ -21,6 +21,10 @@ inline constexpr std::size_t kMaxCallTextBytes = 256;
 std::size_t formatNumberedCall(char* out, std::size_t capacity, std::string_view name,
                                std::uint64_t number, std::string_view details);
 
+// Why collective #`current` of `rank` can never complete: `peer` left the group cleanly after
+// starting `started` collectives (started <= current). Every transport that can tell says it so.
+std::string departedPeerReason(int peer, std::uint64_t started, int rank, std::uint64_t current);
+
 class ConnectionSet {
  public:
   virtual ~ConnectionSet() = default;

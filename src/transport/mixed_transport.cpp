@@ -59,6 +59,10 @@ class MixedConnections final : public ConnectionSet {
     if (local_) local_->publishNumberedCall(shapeKey, name, number, details);
     remote_->publishNumberedCall(shapeKey, name, number, details);
   }
+  bool peerDeparted(int peer) const override {
+    const int local = localOf(peer);
+    return local >= 0 ? local_->peerDeparted(local) : remote_->peerDeparted(peer);
+  }
   std::vector<int> hostOfRank() const override { return hostOfRank_; }
   int ranksOnThisHost() const override {
     return local_ ? local_->nranks() : remote_->ranksOnThisHost();

@@ -38,8 +38,9 @@ std::vector<std::shared_ptr<ConnectionSet>> makeThreadGroup(int nranks,
   auto group = std::make_shared<ThreadGroup>(nranks, options.fifo);
   std::vector<std::shared_ptr<ConnectionSet>> ranks;
   ranks.reserve(static_cast<std::size_t>(nranks));
+  // Each rank's pointer shares the group's ownership; releasing it is the rank leaving.
   for (int r = 0; r < nranks; ++r)
-    ranks.emplace_back(group, &group->rank(r));  // shares the group's ownership
+    ranks.emplace_back(&group->rank(r), [group, r](ConnectionSet*) { group->leave(r); });
   return ranks;
 }
 

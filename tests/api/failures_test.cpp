@@ -116,6 +116,29 @@ TEST(FailuresTest, AMissingRankTimesOutNamingTheCallAndSequence) {
             std::string::npos);
 }
 
+// The thread transport too: a rank whose communicator is destroyed while another still calls
+// is reported at once (tests/api/multiprocess_test.cpp covers shm and tcp).
+TEST(FailuresTest, ADestroyedThreadRankFailsWhatStillNeedsItAtOnce) {
+  for (const bool collective : {true, false}) {
+    auto comms = Communicator::initAll(2, apitest::testConfig(30s));
+    Buffer a(DataType::float32, 16), b(DataType::float32, 16);
+    apitest::inGroup(2, [&](int r) {
+      comms[r].allReduce((r ? b : a).data(), (r ? b : a).data(), 16, DataType::float32,
+                         ReduceOp::sum);
+    });
+    { Communicator leaving = std::move(comms[1]); }
+    const auto start = std::chrono::steady_clock::now();
+    const std::string message = apitest::messageOf<CommError>([&] {
+      if (collective)
+        comms[0].allReduce(a.data(), a.data(), 16, DataType::float32, ReduceOp::sum);
+      else
+        comms[0].recv(a.data(), 16, DataType::float32, 1);
+    });
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1s) << message;
+    EXPECT_THAT(message, ::testing::HasSubstr("rank 1 left the group")) << message;
+  }
+}
+
 TEST(FailuresTest, WithThreeRanksEveryCallerFailsWhenOneIsMissing) {
   auto comms = Communicator::initAll(3, apitest::testConfig(300ms));
   std::vector<Buffer> buffers;

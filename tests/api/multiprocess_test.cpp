@@ -105,36 +105,53 @@ TEST(MultiprocessTest, APeerThatExitsFailsTheOthersWithCommError) {
   EXPECT_EQ(codes, std::vector<int>(2, kOk));
 }
 
-// A peer that destroys its communicator (and lives on) while this rank waits for it: a
-// collective it never made and a recv it never sent fail at once, naming it, not at the timeout.
+// A peer that destroys its communicator or aborts it (and lives on) while this rank waits for
+// it, over shm and over tcp: a collective it never made and a recv it never sent fail within
+// 1 s, naming it, not at the 60 s timeout.
 TEST(MultiprocessTest, APeerThatLeavesCleanlyFailsWhatStillNeedsItAtOnce) {
   REQUIRE_SINGLE_THREADED();
-  for (const bool collective : {true, false}) {
-    const auto codes = runRanks(2, [collective](int rank, const std::string& hex) {
-      std::optional<Communicator> comm =
-          Communicator::initRank(2, uniqueIdFromHex(hex), rank, apitest::testConfig(60s));
-      if (!allReduceIsExact(*comm, 100)) return kWrong;
-      if (rank == 1) {
-        comm.reset();  // leaves the group, then stays alive past the survivor's check
-        std::this_thread::sleep_for(3s);
-        return kOk;
+  for (const char* transport : {"shm", "tcp"}) {
+    for (const bool abort : {false, true}) {
+      for (const bool collective : {true, false}) {
+        const auto codes = runRanks(2, [=](int rank, const std::string& hex) {
+          CommConfig config = apitest::testConfig(60s);
+          config.transport = transport;
+          std::optional<Communicator> comm =
+              Communicator::initRank(2, uniqueIdFromHex(hex), rank, config);
+          if (!allReduceIsExact(*comm, 100)) return kWrong;
+          if (rank == 1) {
+            // Leaves the group (or fails it), then stays alive past the survivor's check.
+            if (abort) comm->abort("rank 1 gives up");
+            comm.reset();
+            std::this_thread::sleep_for(1500ms);
+            return kOk;
+          }
+          Buffer data(DataType::float32, 64);
+          const auto start = std::chrono::steady_clock::now();
+          try {
+            if (collective)
+              comm->allReduce(data.data(), data.data(), 64, DataType::float32, ReduceOp::sum);
+            else
+              comm->recv(data.data(), 64, DataType::float32, 1);
+          } catch (const CommError& e) {
+            const auto took = std::chrono::steady_clock::now() - start;
+            std::fprintf(stderr, "rank 0 (expected, %s, %s, %lld ms): %s\n", transport,
+                         abort ? "abort" : "destroy",
+                         static_cast<long long>(
+                             std::chrono::duration_cast<std::chrono::milliseconds>(took).count()),
+                         e.what());
+            const std::string message = e.what();
+            const bool named = message.find("rank 1 left the group") != std::string::npos ||
+                               message.find("rank 1 gives up") != std::string::npos;
+            return took < 1s && named ? kOk : kWrong;
+          }
+          return kWrong;
+        });
+        EXPECT_EQ(codes, std::vector<int>(2, kOk))
+            << transport << (abort ? ", abort, " : ", destroy, ")
+            << (collective ? "allreduce" : "recv");
       }
-      Buffer data(DataType::float32, 64);
-      const auto start = std::chrono::steady_clock::now();
-      try {
-        if (collective)
-          comm->allReduce(data.data(), data.data(), 64, DataType::float32, ReduceOp::sum);
-        else
-          comm->recv(data.data(), 64, DataType::float32, 1);
-      } catch (const CommError& e) {
-        std::fprintf(stderr, "rank 0 (expected): %s\n", e.what());
-        const bool fast = std::chrono::steady_clock::now() - start < 2s;
-        const bool named = std::string(e.what()).find("rank 1 left the group") != std::string::npos;
-        return fast && named ? kOk : kWrong;
-      }
-      return kWrong;
-    });
-    EXPECT_EQ(codes, std::vector<int>(2, kOk)) << (collective ? "allreduce" : "recv");
+    }
   }
 }
 

@@ -273,11 +273,7 @@ class ShmConnections final : public ConnectionSet {
       if (peer == rank_) continue;
       const auto started = group_->collectivesBeforeDeparting(peer);
       if (!started || *started > current) continue;
-      group_->abort(fmt::format(
-          "rank {} left the group (destroyed its communicator) after {} collective calls, while "
-          "rank {} waits in collective #{}, which needs it: every rank must make the same "
-          "collective calls before it destroys the group",
-          named(peer), *started, named(rank_), current));
+      group_->abort(departedPeerReason(named(peer), *started, named(rank_), current));
       return group_->abortReason();
     }
     return {};

@@ -35,6 +35,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -137,7 +138,8 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         nranks_(nranks),
         fifo_(options.fifo),
         peers_(ix(nranks)),
-        peerCalls_(ix(nranks)) {
+        peerCalls_(ix(nranks)),
+        departedAfter_(ix(nranks)) {
     for (int r = 0; r < nranks; ++r) {
       Peer& peer = peers_[ix(r)];
       if (r != rank && links[ix(r)].sameHost) ++ranksOnThisHost_;
@@ -197,6 +199,10 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
 
   void publishCall(std::string_view description) override {
     {
+      std::lock_guard lock(failureMutex_);
+      collectiveRunning_ = false;  // publishNumberedCall() sets it again for a collective
+    }
+    {
       std::lock_guard lock(controlMutex_);
       for (int r = 0; r < nranks_; ++r)
         if (!peers_[ix(r)].links.empty())
@@ -215,6 +221,30 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     checkPeer(peer, 0);
     std::lock_guard lock(failureMutex_);
     return peerCalls_[ix(peer)];
+  }
+
+  // A collective starts: a peer that left before starting it fails the group now (its bye
+  // said how many it started), not at the timeout.
+  void publishNumberedCall(std::uint64_t shapeKey, std::string_view name, std::uint64_t number,
+                           std::string_view details) override {
+    ConnectionSet::publishNumberedCall(shapeKey, name, number, details);  // publishCall()
+    collectivesStarted_.store(
+        std::max(collectivesStarted_.load(std::memory_order_relaxed), number + 1),
+        std::memory_order_relaxed);
+    std::string reason;
+    {
+      std::lock_guard lock(failureMutex_);
+      collectiveRunning_ = true;
+      collectiveNumber_ = number;
+      reason = departedBeforeCurrentLocked();
+    }
+    if (!reason.empty()) fail(reason);
+  }
+
+  bool peerDeparted(int peer) const override {
+    if (peer < 0 || peer >= nranks_) return false;
+    std::lock_guard lock(failureMutex_);
+    return departedAfter_[ix(peer)].has_value();
   }
 
  private:
@@ -258,6 +288,17 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
       fifoGeneration_.fetch_add(1, std::memory_order_release);
     }
     return *made;
+  }
+
+  // The reason a peer that left dooms the collective this rank runs, or "" (failureMutex_ held).
+  std::string departedBeforeCurrentLocked() const {
+    if (!collectiveRunning_) return {};
+    for (int peer = 0; peer < nranks_; ++peer) {
+      const auto& started = departedAfter_[ix(peer)];
+      if (started && *started <= collectiveNumber_)
+        return departedPeerReason(peer, *started, rank_, collectiveNumber_);
+    }
+    return {};
   }
 
   // Records the group's first failure; false if one was recorded already.
@@ -673,9 +714,17 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
       case FrameKind::abort:
         fail(text());
         break;
-      case FrameKind::bye:
+      case FrameKind::bye: {
         peer.links[l].departed = true;
+        std::string reason;
+        {
+          std::lock_guard lock(failureMutex_);
+          if (!departedAfter_[ix(r)]) departedAfter_[ix(r)] = in.frame.tag;
+          reason = departedBeforeCurrentLocked();
+        }
+        if (!reason.empty()) fail(reason);
         break;
+      }
       case FrameKind::hello:
         return protocolError(r, l, "a second hello");
     }
@@ -706,7 +755,9 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
   void sayGoodbye() {
     forEachLink([&](int r, std::size_t l) {
       Link& link = peers_[ix(r)].links[l];
-      if (!link.closed) link.out.push_back(makeFrame(FrameKind::bye, 0, 0, 0));
+      if (!link.closed)
+        link.out.push_back(
+            makeFrame(FrameKind::bye, 0, 0, collectivesStarted_.load(std::memory_order_relaxed)));
     });
     const auto deadline = Clock::now() + kByeFlushLimit;
     while (Clock::now() < deadline) {
@@ -755,6 +806,13 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
   std::atomic<bool> failed_{false};
   std::string failure_;
   std::vector<std::string> peerCalls_;
+  // Per peer, the collectives it had started when its bye came (none while it is in the group);
+  // the collective this rank runs, if any. All under failureMutex_.
+  std::vector<std::optional<std::uint64_t>> departedAfter_;
+  std::uint64_t collectiveNumber_ = 0;
+  bool collectiveRunning_ = false;
+  // Collectives this rank started; its bye tells the peers.
+  std::atomic<std::uint64_t> collectivesStarted_{0};
 
   SocketFd wakeFd_;
   std::atomic<bool> sleeping_{false};

@@ -10,7 +10,7 @@
 //   credit  channel, count = slots the receiver released since its last credit
 //   call    payload = the sender's published call description (<= 200 bytes)
 //   abort   payload = the reason the sender's group failed
-//   bye     the sender leaves cleanly; it sends nothing more
+//   bye     the sender leaves cleanly; it sends nothing more; tag = collectives it started
 #pragma once
 
 #include <cstddef>

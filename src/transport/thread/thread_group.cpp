@@ -26,7 +26,16 @@ class ThreadGroup::RankView final : public ConnectionSet {
     return group_.fifo(peer, rank_, channel);
   }
   void abort(const std::string& reason) override { group_.abort(reason); }
-  std::string abortReason() const override { return group_.abortReason(); }
+  std::string abortReason() const override {
+    std::string reason = group_.abortReason();
+    if (reason.empty()) reason = group_.departedReason(rank_);
+    return reason;
+  }
+  bool peerDeparted(int peer) const override {
+    return peer >= 0 && peer < group_.nranks() &&
+           group_.departedAfter_[static_cast<std::size_t>(peer)].load(std::memory_order_acquire) >=
+               0;
+  }
   void publishCall(std::string_view description) override {
     group_.publishCall(rank_, description);
   }
@@ -53,6 +62,12 @@ ThreadGroup::ThreadGroup(int nranks, FifoOptions options) : nranks_(nranks), opt
   if (nranks < 1)
     throw OptionError(fmt::format("a thread group needs at least 1 rank, got {}", nranks));
   calls_ = std::make_unique<PublishedCall[]>(static_cast<std::size_t>(nranks));
+  started_ = std::make_unique<std::atomic<std::int64_t>[]>(static_cast<std::size_t>(nranks));
+  departedAfter_ = std::make_unique<std::atomic<std::int64_t>[]>(static_cast<std::size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    started_[static_cast<std::size_t>(r)].store(0);
+    departedAfter_[static_cast<std::size_t>(r)].store(-1);
+  }
   if (options.slots < 1 || options.slotBytes < 64)
     throw OptionError("FIFOs need at least 1 slot of at least 64 bytes");
   for (int r = 0; r < nranks; ++r)
@@ -63,6 +78,30 @@ ThreadGroup::~ThreadGroup() = default;
 
 ConnectionSet& ThreadGroup::rank(int r) {
   return *views_.at(r);
+}
+
+void ThreadGroup::leave(int r) {
+  const auto i = static_cast<std::size_t>(r);
+  departedAfter_[i].store(started_[i].load(std::memory_order_relaxed), std::memory_order_release);
+  departures_.fetch_add(1, std::memory_order_release);
+}
+
+// Collective #n of `rank` (published, running) cannot complete once a peer left having started
+// no more than n collectives: fails the group with that reason. "" otherwise.
+std::string ThreadGroup::departedReason(int rank) {
+  if (departures_.load(std::memory_order_acquire) == 0) return {};
+  const std::uint64_t published =
+      calls_[static_cast<std::size_t>(rank)].number.load(std::memory_order_acquire);
+  if (published == 0) return {};  // not in a collective
+  const std::uint64_t current = published - 1;
+  for (int peer = 0; peer < nranks_; ++peer) {
+    const std::int64_t started =
+        departedAfter_[static_cast<std::size_t>(peer)].load(std::memory_order_acquire);
+    if (peer == rank || started < 0 || static_cast<std::uint64_t>(started) > current) continue;
+    abort(departedPeerReason(peer, static_cast<std::uint64_t>(started), rank, current));
+    return abortReason();
+  }
+  return {};
 }
 
 Fifo& ThreadGroup::fifo(int from, int to, int channel) {
@@ -108,6 +147,9 @@ void ThreadGroup::publishNumberedCall(int rank, std::uint64_t shapeKey, std::str
   }
   // As on shm: a reader may pair the number with the previous text for a moment.
   c.number.store(number + 1, std::memory_order_release);
+  auto& started = started_[static_cast<std::size_t>(rank)];
+  if (static_cast<std::int64_t>(number) + 1 > started.load(std::memory_order_relaxed))
+    started.store(static_cast<std::int64_t>(number) + 1, std::memory_order_relaxed);
 }
 
 std::string ThreadGroup::peerCall(int rank) const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,9 +23,13 @@ class ThreadGroup {
   int nranks() const { return nranks_; }
   // Rank r's view; valid for the group's lifetime; use it from rank r's thread only.
   ConnectionSet& rank(int r);
+  // Rank r leaves the group cleanly (its communicator is destroyed): a peer's collective that r
+  // never started, and a receive from r, then fail at once naming it (peerDeparted()).
+  void leave(int r);
 
  private:
   class RankView;
+  std::string departedReason(int rank);
   Fifo& fifo(int from, int to, int channel);
   void abort(const std::string& reason);
   std::string abortReason() const;
@@ -51,6 +56,11 @@ class ThreadGroup {
     std::atomic<std::uint64_t> number{0};  // the call's number + 1; 0: a plain description
   };
   std::unique_ptr<PublishedCall[]> calls_;
+  // Per rank: the collectives it started (its own thread writes), and once it left, that count
+  // (-1 while it is in the group). departures_ counts the ranks that left.
+  std::unique_ptr<std::atomic<std::int64_t>[]> started_;
+  std::unique_ptr<std::atomic<std::int64_t>[]> departedAfter_;
+  std::atomic<int> departures_{0};
 };
 
 }  // namespace chorus::transport
