@@ -66,8 +66,9 @@ TEST(SynthTreesCli, DefaultStrategyIsMxnet) {
   EXPECT_THAT(help.output, HasSubstr("mxnet (default)"));
 }
 
-// `--strategy mxnet` on the DGX-1 prints MXNet's trees: weights 19, 19, 20, 16, 19, 15, 20, 16.
-TEST(SynthTreesCli, Dgx1MxnetStrategyPrintsMxnetsTreeWeights) {
+// `--strategy mxnet` on the DGX-1 prints weights 19, 19, 20, 16, 19, 15, 20, 16: a regression pin
+// of chorus's output (docs/synthesis.md "DGX-1 results"), not figures from MXNet.
+TEST(SynthTreesCli, Dgx1MxnetStrategyTreeWeightsArePinned) {
   const CommandResult r = runCli("synth trees --topology dgx1 --strategy mxnet");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("strategy mxnet,"));
