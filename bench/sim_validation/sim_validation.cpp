@@ -6,7 +6,7 @@
 // and its worst.
 //
 //   build/bench/bench_sim_validation [--data data/validation/published.json] [--max-nodes N]
-//                                    [--channels C] [--json out.json]
+//                                    [--channels C] [--json out.json] [--check pinned.json]
 //
 // Algorithm: NCCL's measured algorithm picks chorus's closest one.
 //   1. NCCL ring (and "unknown": NCCL's default for large calls beyond 2 nodes is ring)
@@ -19,9 +19,10 @@
 // Points whose NCCL algorithm reduces in the network (NVLS, NVLSTree, CollNet / SHARP) are
 // rejected: chorus does not model in-switch reduction.
 //
-// A benchmark, not a test: it asserts nothing about the errors (CONTRIBUTING.md "Benchmarks"). Bad
-// input (a missing field, an unknown preset, a shape the preset does not have) is an error naming
-// the point and the field.
+// A benchmark: it asserts nothing about the errors unless --check names the pins
+// (data/validation/pinned.json), which the test sim.validation_rows does. Bad input (a missing
+// field, an unknown preset, a shape the preset does not have) is an error naming the point and the
+// field.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -50,9 +51,10 @@ using nlohmann::json;
 
 struct Options {
   std::string data = CHORUS_VALIDATION_DATA;
-  int maxNodes = 0;  // 0: every point; else points above this many nodes are listed, not run
-  int channels = 0;  // 0: the preset's NICs per node
-  std::string json;  // file for the JSON report; "-" for standard output
+  int maxNodes = 0;   // 0: every point; else points above this many nodes are listed, not run
+  int channels = 0;   // 0: the preset's NICs per node
+  std::string json;   // file for the JSON report; "-" for standard output
+  std::string check;  // pinned predictions and error bounds (data/validation/pinned.json)
 };
 
 // One published measurement, as read from the JSON file.
@@ -292,6 +294,65 @@ void writeJson(const Options& o, const std::vector<Row>& rows, const std::vector
   file << out.dump(2) << "\n";
 }
 
+// --check: every predicted point must match its pin in `path` within the file's relative
+// tolerance (the pins are chorus's own earlier predictions: a regression pin of the model, not
+// measurements), and each set's median |error| must stay within its bound. Prints the sets'
+// medians; returns 1 naming every violation, else 0.
+int checkPins(const std::string& path, const std::vector<Row>& rows) {
+  std::ifstream file(path);
+  if (!file) throw OptionError(fmt::format("--check: cannot read {}", path));
+  json pins;
+  try {
+    pins = json::parse(file);
+  } catch (const json::parse_error& e) {
+    throw ParseError(fmt::format("{}: {}", path, e.what()));
+  }
+  const std::string where = path;
+  const double tolerance = numberField(pins, where, "tolerance");
+  const json& points = field(pins, where, "points");
+  const json& bounds = field(pins, where, "median_abs_error_bounds");
+  std::vector<std::string> violations;
+  std::map<std::string, std::vector<double>> bySet;
+  for (const Row& row : rows) {
+    if (row.skipped) continue;
+    const std::string id = row.point.id;
+    if (!points.contains(id)) {
+      violations.push_back(fmt::format("{}: no pin; add its prediction ({:.1f} GB/s) and its set",
+                                       id, row.predictedBusbw));
+      continue;
+    }
+    const std::string pinWhere = fmt::format("{}: points.\"{}\"", path, id);
+    const double pinned = numberField(points[id], pinWhere, "predicted_busbw_GBps");
+    const std::string set = stringField(points[id], pinWhere, "set");
+    if (!bounds.contains(set))
+      badPoint(pinWhere, fmt::format("set \"{}\" has no bound in median_abs_error_bounds", set));
+    if (std::abs(row.predictedBusbw / pinned - 1) > tolerance)
+      violations.push_back(fmt::format(
+          "{}: predicted {:.2f} GB/s, pinned {:.2f} GB/s ({:+.2f}%, tolerance {:.2f}%); if the "
+          "model change is meant, re-pin it and say so in the commit and docs/simulator.md",
+          id, row.predictedBusbw, pinned, 100 * (row.predictedBusbw / pinned - 1),
+          100 * tolerance));
+    bySet[set].push_back(std::abs(row.error()));
+  }
+  for (const auto& [set, bound] : bounds.items()) {
+    const auto it = bySet.find(set);
+    if (it == bySet.end()) {
+      fmt::print("# set {}: no points yet (median |error| bound {:.1f}%)\n", set,
+                 100 * bound.get<double>());
+      continue;
+    }
+    const double m = median(it->second);
+    fmt::print("# set {}: {} points, median |error| {:.1f}% (bound {:.1f}%)\n", set,
+               it->second.size(), 100 * m, 100 * bound.get<double>());
+    if (m > bound.get<double>())
+      violations.push_back(fmt::format("set {}: median |error| {:.1f}% exceeds its bound {:.1f}%",
+                                       set, 100 * m, 100 * bound.get<double>()));
+  }
+  for (const std::string& v : violations)
+    fmt::print(stderr, "sim_validation: check failed: {}\n", v);
+  return violations.empty() ? 0 : 1;
+}
+
 int run(const Options& o) {
   std::ifstream file(o.data);
   if (!file) throw OptionError(fmt::format("--data: cannot read {}", o.data));
@@ -349,7 +410,7 @@ int run(const Options& o) {
                  100 * *std::max_element(errors.begin(), errors.end()));
   }
   if (!o.json.empty()) writeJson(o, rows, errors);
-  return 0;
+  return o.check.empty() ? 0 : checkPins(o.check, rows);
 }
 
 }  // namespace
@@ -366,6 +427,9 @@ int main(int argc, char** argv) {
                  "Ring channels for NCCL ring points (0: the preset's NICs per node)")
       ->capture_default_str();
   app.add_option("--json", o.json, "Also write the report as JSON to this file ('-': stdout only)");
+  app.add_option("--check", o.check,
+                 "Fail unless every prediction matches its pin in this file (a regression pin "
+                 "of the model) and each set's median |error| is within its bound");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

@@ -1,12 +1,19 @@
-# Runs bench_sim_validation on the published points and checks that it completes and reports
-# one row per point with a positive predicted busbw (not the errors: they depend on the model),
-# then that a point missing a field is rejected with a message naming the point and the field.
-#   cmake -DTOOL=<bench_sim_validation> -DDATA=<published.json> -DWORK=<dir> -P sim_validation_rows.cmake
+# Runs bench_sim_validation on the published points with --check PINS: every prediction must
+# match its regression pin (data/validation/pinned.json) within the file's tolerance and each
+# set's median |error| must stay within its bound. Then checks one row per point with a positive
+# predicted busbw, that a moved pin fails naming the point, and that a point missing a field is
+# rejected with a message naming the point and the field.
+#   cmake -DTOOL=<bench_sim_validation> -DDATA=<published.json> -DPINS=<pinned.json>
+#         -DWORK=<dir> -P sim_validation_rows.cmake
 file(MAKE_DIRECTORY ${WORK})
-execute_process(COMMAND ${TOOL} --data ${DATA} --json ${WORK}/report.json
+execute_process(COMMAND ${TOOL} --data ${DATA} --json ${WORK}/report.json --check ${PINS}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "bench_sim_validation failed (${rc}):\n${out}\n${err}")
+  message(FATAL_ERROR "bench_sim_validation --check failed (${rc}):\n${out}\n${err}")
+endif()
+string(FIND "${out}" "# set development:" developmentLine)
+if(developmentLine EQUAL -1)
+  message(FATAL_ERROR "no development-set median line:\n${out}")
 endif()
 file(READ ${DATA} data)
 file(READ ${WORK}/report.json report)
@@ -46,6 +53,16 @@ function(expect_rejected document expected what)
 endfunction()
 
 string(JSON firstId GET "${data}" points 0 id)
+# A pin that no longer matches the model fails naming the point.
+file(READ ${PINS} pins)
+string(JSON movedPins SET "${pins}" points "${firstId}" predicted_busbw_GBps 1.0)
+file(WRITE ${WORK}/moved_pins.json "${movedPins}")
+execute_process(COMMAND ${TOOL} --data ${DATA} --check ${WORK}/moved_pins.json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(FIND "${err}" "check failed: ${firstId}: predicted" moved)
+if(rc EQUAL 0 OR moved EQUAL -1)
+  message(FATAL_ERROR "a moved pin was not reported (${rc}):\n${err}")
+endif()
 # Bad input: the first point without "nodes".
 string(JSON bad REMOVE "${data}" points 0 nodes)
 expect_rejected("${bad}" "point 0 (\"${firstId}\"): missing field \"nodes\"" "missing field")
