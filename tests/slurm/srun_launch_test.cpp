@@ -5,8 +5,11 @@
 // launcher the ranks report, and that a task that never starts chorus gives the others a clear
 // error within their timeout. Skipped with a message where the cluster cannot run (not root,
 // or Slurm's packages missing).
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -57,12 +60,27 @@ class SrunLaunchTest : public ::testing::Test {
   }
 
   // `srun -n TASKS` (overcommitting this machine's CPUs) of `command`, every task with
-  // CHORUS_TIMEOUT=10s; stdout and stderr of all tasks together.
+  // CHORUS_TIMEOUT=10s; stdout and stderr of all tasks together. Each test process runs a
+  // cluster of its own whose job ids start at 1, so the store's port is set apart too
+  // (CHORUS_MASTER_PORT): two clusters' jobs with one id would otherwise meet on one port.
   static CommandResult srun(int tasks, const std::string& command) {
     return runShell(
         fmt::format("SLURM_CONF='{}/slurm.conf' timeout 120 srun -n {} -O --kill-on-bad-exit=0 env "
-                    "CHORUS_TIMEOUT=10s CHORUS_DEBUG=INFO {} 2>&1",
-                    dir_, tasks, command));
+                    "CHORUS_TIMEOUT=10s CHORUS_DEBUG=INFO CHORUS_MASTER_PORT={} {} 2>&1",
+                    dir_, tasks, freePort(), command));
+  }
+
+  // A TCP port that was free a moment ago (bound to 0, read back, closed).
+  static int freePort() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_ANY);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    socklen_t length = sizeof address;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    ::close(fd);
+    return ntohs(address.sin_port);
   }
 
   static std::string bench(const std::string& collective) {
