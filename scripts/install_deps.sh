@@ -14,7 +14,7 @@ packages=(
   clang-format
   openmpi-bin libopenmpi-dev mpich libmpich-dev libgloo-dev
   libhwloc-dev pkg-config
-  iproute2 procps
+  iproute2 procps libucx-dev
   slurmd slurmctld slurm-client munge
   python3-dev python3-venv
 )

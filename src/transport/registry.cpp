@@ -10,6 +10,7 @@
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
 #include "transport/thread/thread_group.h"
+#include "transport/ucx/ucx_transport.h"
 
 namespace chorus::transport {
 namespace {
@@ -81,6 +82,17 @@ std::deque<TransportEntry> builtinTransports() {
        .makeGroup = nullptr,
        .connectRank = [](Store& store, int rank, int nranks, const TransportOptions& options) {
          return connectMixed(store, rank, nranks, {shmOptionsOf(options), tcpOptionsOf(options)});
+       }});
+  entries.push_back(
+      {.name = "ucx",
+       .description = "processes on any hosts, every pair over UCX (RDMA where UCX finds it)",
+       .supports = {.reach = TransportReach::anyHosts},
+       .tuning = {"tcp", "tcp"},
+       .makeGroup = nullptr,
+       .connectRank = [](Store& store, int rank, int nranks, const TransportOptions& options) {
+         return connectUcx(
+             store, rank, nranks,
+             {.fifo = options.fifo, .groupId = options.groupName, .timeout = options.timeout});
        }});
   return entries;
 }

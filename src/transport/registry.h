@@ -1,7 +1,7 @@
 // The transport registry (transport layer): every transport by name, with a one-line
 // description, what it supports, whose tuning tables apply and its factory. Configuration, the
 // communicator factory, the process runner and the CLI find transports here instead of naming
-// them; the built-in ones (thread, shm, tcp, auto) are listed in registry.cpp.
+// them; the built-in ones (thread, shm, tcp, auto, ucx) are listed in registry.cpp.
 #pragma once
 
 #include <chrono>
@@ -85,8 +85,8 @@ struct TransportEntry {
 // Which transports a listing or a lookup accepts.
 using TransportFilter = bool (*)(const TransportEntry& entry);
 
-// Every registered transport: the built-in ones in a fixed order (thread, shm, tcp, auto), then
-// those registerTransport() added, in order. The entries live as long as the process.
+// Every registered transport: the built-in ones in a fixed order (thread, shm, tcp, auto, ucx),
+// then those registerTransport() added, in order. The entries live as long as the process.
 // Thread-safe.
 std::vector<const TransportEntry*> listTransports();
 

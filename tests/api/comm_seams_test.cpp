@@ -86,7 +86,8 @@ TEST(CommSeams, TransportMessagesListWhatTheRegistryAllows) {
                     [](const transport::TransportEntry& e) { return e.runsProcesses(); }, "'")));
   const std::string automatic = resolveError("auto", api::InitKind::allInProcess);
   EXPECT_THAT(automatic, HasSubstr("CommConfig.transport='auto' chooses shm or tcp per peer"));
-  EXPECT_THAT(automatic, HasSubstr("with Communicator::initAll use 'thread', 'shm' or 'tcp'"));
+  EXPECT_THAT(automatic,
+              HasSubstr("with Communicator::initAll use 'thread', 'shm', 'tcp' or 'ucx'"));
   const std::string unknown = resolveError("udp", api::InitKind::allInProcess);
   EXPECT_THAT(unknown, HasSubstr("CommConfig.transport='udp' is not a transport"));
   EXPECT_THAT(unknown, HasSubstr("or leave it empty for the default"));

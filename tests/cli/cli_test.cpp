@@ -183,7 +183,7 @@ TEST(CliRunTest, BadSizeAndUnknownTransportAreUsageErrors) {
   const CommandResult transport = runCli("run allreduce.ring --ranks 2 --transport pigeon");
   EXPECT_EQ(transport.exitCode, 2) << transport.output;
   EXPECT_THAT(transport.output, HasSubstr("unknown --transport 'pigeon'; use thread"));
-  EXPECT_THAT(transport.output, HasSubstr("shm or tcp"));
+  EXPECT_THAT(transport.output, HasSubstr("shm, tcp or ucx"));
 }
 
 TEST(CliRunTest, RunsOnSharedMemoryProcesses) {

@@ -61,7 +61,7 @@ TEST(CliRunTcp, AnMscclFileRunsOverTcp) {
 TEST(CliRunTcp, HelpNamesTcpAndNothingSaysNotYet) {
   const CommandResult r = runCli("run --help");
   EXPECT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("tcp over loopback"));
+  EXPECT_THAT(r.output, HasSubstr("tcp or ucx over loopback"));
   EXPECT_THAT(r.output, ::testing::Not(HasSubstr("not yet")));
 }
 

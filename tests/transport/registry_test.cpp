@@ -104,9 +104,9 @@ void leaveTogether(std::vector<std::unique_ptr<ConnectionSet>>& ranks) {
 
 TEST(TransportRegistry, BuiltInTransportsComeFirstInOrder) {
   const std::vector<std::string> names = registeredNames();
-  ASSERT_GE(names.size(), 4u);
-  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 4),
-            (std::vector<std::string>{"thread", "shm", "tcp", "auto"}));
+  ASSERT_GE(names.size(), 5u);
+  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 5),
+            (std::vector<std::string>{"thread", "shm", "tcp", "auto", "ucx"}));
   for (const TransportEntry* entry : listTransports()) {
     EXPECT_FALSE(entry->description.empty()) << entry->name;
     EXPECT_NE(entry->makeGroup == nullptr, entry->connectRank == nullptr)
@@ -150,6 +150,14 @@ TEST(TransportRegistry, CapabilitiesSayWhereRanksRunAndWhoseTablesApply) {
   EXPECT_TRUE(automatic.runsProcesses());
   EXPECT_EQ(automatic.tuning.withinHost, "shm");
   EXPECT_EQ(automatic.tuning.acrossHosts, "tcp");
+
+  // ucx: any hosts, threads or processes; tcp's tables until ucx has its own.
+  const TransportEntry& ucx = requireTransport("ucx", "test");
+  EXPECT_EQ(ucx.supports.reach, TransportReach::anyHosts);
+  EXPECT_TRUE(ucx.runsThreads());
+  EXPECT_TRUE(ucx.runsProcesses());
+  EXPECT_FALSE(ucx.supports.registeredSingleCopy);
+  EXPECT_EQ(ucx.tuning.acrossHosts, "tcp");
 }
 
 TEST(TransportRegistry, DefaultsPerPlacement) {

@@ -1,0 +1,914 @@
+// The ucx transport's ranks (ucx_transport.h): a UCP worker per rank, an endpoint per peer,
+// FIFOs of local slots moved as active messages, credits back, control messages for calls,
+// aborts and clean leaves. Every UCP call runs under workerMutex_ (the worker is
+// UCS_THREAD_MODE_SERIALIZED); UCP's callbacks run inside ucp_worker_progress, so under it too.
+#include <fcntl.h>
+#include <poll.h>
+#include <ucp/api/ucp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "chorus/error.h"
+#include "support/error.h"
+#include "support/index.h"
+#include "transport/process_identity.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace chorus::transport {
+namespace {
+
+// Active message ids: a worker belongs to one communicator, so they need not be unique.
+constexpr unsigned kDataAm = 1;
+constexpr unsigned kCreditAm = 2;
+constexpr unsigned kControlAm = 3;
+
+struct DataHeader {
+  std::uint32_t from = 0;
+  std::uint32_t channel = 0;
+  std::uint64_t tag = 0;
+  std::uint64_t call = 0;  // the sender's collective number + 1 (0: none)
+  // The message's index on its FIFO: UCP does not promise to deliver active messages in order,
+  // so the receiver places each by its index, not by when it came.
+  std::uint64_t seq = 0;
+};
+struct CreditHeader {
+  std::uint32_t from = 0;
+  std::uint32_t channel = 0;
+  std::uint64_t count = 0;
+};
+enum class Control : std::uint32_t { call = 1, abort = 2, bye = 3 };
+struct ControlHeader {
+  std::uint32_t from = 0;
+  Control kind = Control::call;
+  // call: the collective number + 1 (0: a plain description); bye: collectives started.
+  std::uint64_t value = 0;
+};
+
+constexpr std::size_t kMaxControlText = 4096;
+constexpr auto kLeaveLimit = std::chrono::seconds(5);
+constexpr auto kIdleWait = std::chrono::milliseconds(100);
+
+class UcxConnections;
+
+// A message whose header (and payload) must outlive its send: freed by its completion.
+struct OwnedSend {
+  UcxConnections* owner = nullptr;
+  int peer = 0;
+  std::vector<std::uint8_t> header;
+  std::string payload;
+};
+
+// One slot's send state: busy from its commit until UCP completes the send.
+struct SlotSend {
+  UcxConnections* owner = nullptr;
+  int peer = 0;
+  std::atomic<bool> busy{false};
+};
+
+class UcxSendFifo final : public Fifo {
+ public:
+  UcxSendFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options);
+  std::uint8_t* trySendSlot() override;
+  void commitSend(std::size_t bytes, std::uint64_t tag) override;
+  bool tryRecvSlot(RecvSlot*) override {
+    CHORUS_INTERNAL_ASSERT(false, "tryRecvSlot on a ucx send FIFO");
+    return false;
+  }
+  void releaseRecv() override { CHORUS_INTERNAL_ASSERT(false, "releaseRecv on a ucx send FIFO"); }
+  std::size_t slotBytes() const override { return slotBytes_; }
+  int slotCount() const override { return static_cast<int>(slots_); }
+  void addCredits(std::uint64_t count) { credited_.fetch_add(count, std::memory_order_release); }
+  bool busy() const {
+    for (std::uint64_t s = 0; s < slots_; ++s)
+      if (sends_[s].busy.load(std::memory_order_acquire)) return true;
+    return false;
+  }
+  std::uint64_t outstanding() const {
+    return next_.load(std::memory_order_acquire) - credited_.load(std::memory_order_acquire);
+  }
+
+ private:
+  UcxConnections& owner_;
+  int peer_;
+  int channel_;
+  std::uint64_t slots_;
+  std::size_t slotBytes_;
+  std::vector<std::uint8_t> buffer_;
+  std::vector<DataHeader> headers_;
+  std::unique_ptr<SlotSend[]> sends_;
+  std::atomic<std::uint64_t> next_{0};  // messages committed
+  std::atomic<std::uint64_t> credited_{0};
+};
+
+class UcxRecvFifo final : public Fifo {
+ public:
+  UcxRecvFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options);
+  std::uint8_t* trySendSlot() override {
+    CHORUS_INTERNAL_ASSERT(false, "trySendSlot on a ucx receive FIFO");
+    return nullptr;
+  }
+  void commitSend(std::size_t, std::uint64_t) override {
+    CHORUS_INTERNAL_ASSERT(false, "commitSend on a ucx receive FIFO");
+  }
+  bool tryRecvSlot(RecvSlot* slot) override;
+  void releaseRecv() override;
+  std::size_t slotBytes() const override { return slotBytes_; }
+  int slotCount() const override { return static_cast<int>(slots_); }
+
+  // Under the worker lock (a UCP callback): where message `seq` lands: "" and its slot, or what
+  // is wrong (a message the sender had no credit for, one seen before, one too large).
+  std::string land(std::uint64_t seq, std::size_t bytes, std::uint64_t tag, std::uint8_t** at);
+  void landed(std::uint64_t seq) { ready_[seq % slots_].store(seq + 1, std::memory_order_release); }
+  // Credits released since the last credit message (taken by the caller, which sends them).
+  std::uint64_t takeCredits() { return pendingCredits_.exchange(0, std::memory_order_acq_rel); }
+  int peer() const { return peer_; }
+  int channel() const { return channel_; }
+
+ private:
+  UcxConnections& owner_;
+  int peer_;
+  int channel_;
+  std::uint64_t slots_;
+  std::size_t slotBytes_;
+  std::vector<std::uint8_t> buffer_;
+  std::vector<std::pair<std::size_t, std::uint64_t>> meta_;  // bytes, tag per slot
+  std::vector<std::uint64_t> claimed_;                       // seq + 1 once placed (worker lock)
+  std::unique_ptr<std::atomic<std::uint64_t>[]> ready_;      // seq + 1 once landed
+  std::atomic<std::uint64_t> consumed_{0};
+  std::atomic<std::uint64_t> pendingCredits_{0};
+};
+
+// What a receive that UCP finishes later needs.
+struct PendingReceive {
+  UcxConnections* owner = nullptr;
+  UcxRecvFifo* fifo = nullptr;
+  std::uint64_t seq = 0;
+};
+
+class UcxConnections final : public ConnectionSet {
+ public:
+  UcxConnections(int rank, int nranks, const UcxOptions& options)
+      : rank_(rank),
+        nranks_(nranks),
+        options_(options),
+        eps_(ix(nranks), nullptr),
+        epArgs_(ix(nranks)),
+        peerCalls_(ix(nranks)),
+        peerNumbers_(ix(nranks), 0),
+        departedAfter_(ix(nranks)) {}
+
+  ~UcxConnections() override { leave(); }
+
+  void connect(Store& store) {
+    ucp_config_t* config = nullptr;
+    check(ucp_config_read(nullptr, nullptr, &config), "reading UCX's configuration (UCX_*)");
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+    const ucs_status_t initialized = ucp_init(&params, config, &context_);
+    ucp_config_release(config);
+    check(initialized, "ucp_init");
+    ucp_worker_params_t workerParams{};
+    workerParams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    workerParams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+    check(ucp_worker_create(context_, &workerParams, &worker_), "ucp_worker_create");
+    check(ucp_worker_get_efd(worker_, &efd_), "ucp_worker_get_efd");
+    setHandler(kDataAm, &UcxConnections::onData);
+    setHandler(kCreditAm, &UcxConnections::onCredit);
+    setHandler(kControlAm, &UcxConnections::onControl);
+    if (::pipe2(wakePipe_, O_CLOEXEC | O_NONBLOCK) != 0)
+      throw CommError(
+          fmt::format("ucx transport: rank {}: pipe2: {}", rank_, std::strerror(errno)));
+    // Progress from here on: wiring the endpoints up needs both sides' workers to progress.
+    progress_ = std::thread([this] { progressLoop(); });
+
+    ucp_address_t* address = nullptr;
+    std::size_t length = 0;
+    {
+      std::lock_guard lock(workerMutex_);
+      check(ucp_worker_get_address(worker_, &address, &length), "ucp_worker_get_address");
+    }
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(address);
+    store.set(key("address", rank_), std::vector<std::uint8_t>(bytes, bytes + length));
+    {
+      std::lock_guard lock(workerMutex_);
+      ucp_worker_release_address(worker_, address);
+    }
+    const std::string here = networkNamespaceId();
+    store.set(key("host", rank_), toBytes(here));
+    const auto deadline = deadlineAfter(options_.timeout);
+    for (int peer = 0; peer < nranks_; ++peer) {
+      if (peer == rank_) continue;
+      const std::vector<std::uint8_t> theirs = store.get(key("address", peer), left(deadline));
+      const bool sameHost = toString(store.get(key("host", peer), left(deadline))) == here;
+      epArgs_[ix(peer)] = {this, peer};
+      ucp_ep_params_t ep{};
+      ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      ep.address = reinterpret_cast<const ucp_address_t*>(theirs.data());
+      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      ep.err_handler.cb = &UcxConnections::onEndpointError;
+      ep.err_handler.arg = &epArgs_[ix(peer)];
+      if (sameHost) {
+        // UCX's shared-memory transports report no peer failures (UCX 1.13 refuses them under
+        // UCP_ERR_HANDLING_MODE_PEER): a peer on this host is reached without that guarantee,
+        // and one that dies is caught by the call's deadline instead.
+        ep.field_mask &= ~static_cast<std::uint64_t>(UCP_EP_PARAM_FIELD_ERR_HANDLER);
+        ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+      }
+      std::lock_guard lock(workerMutex_);
+      check(ucp_ep_create(worker_, &ep, &eps_[ix(peer)]),
+            fmt::format("creating the endpoint to rank {}", peer));
+    }
+    wireUp(deadline);
+    // Everyone's endpoints are wired before anyone sends.
+    store.set(key("ready", rank_), toBytes("1"));
+    for (int peer = 0; peer < nranks_; ++peer)
+      if (peer != rank_) store.get(key("ready", peer), left(deadline));
+  }
+
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+
+  Fifo& sendFifo(int peer, int channel) override {
+    checkPeer(peer, channel);
+    std::lock_guard lock(fifoMutex_);
+    auto& made = sends_[{peer, channel}];
+    if (!made) made = std::make_unique<UcxSendFifo>(*this, peer, channel, options_.fifo);
+    return *made;
+  }
+  Fifo& recvFifo(int peer, int channel) override {
+    checkPeer(peer, channel);
+    return recvFifoOf(peer, channel);
+  }
+
+  void abort(const std::string& reason) override {
+    if (!fail(reason)) return;
+    std::lock_guard lock(workerMutex_);
+    for (int peer = 0; peer < nranks_; ++peer)
+      if (peer != rank_) sendControlLocked(peer, Control::abort, 0, reason.substr(0, 4000));
+  }
+
+  std::string abortReason() const override {
+    if (!failed_.load(std::memory_order_acquire)) return {};
+    std::lock_guard lock(failureMutex_);
+    return failure_;
+  }
+
+  void publishCall(std::string_view description) override {
+    {
+      std::lock_guard lock(failureMutex_);
+      collectiveRunning_ = false;
+    }
+    currentCall_.store(0, std::memory_order_relaxed);
+    shapeKey_ = 0;
+    sendCall(0, std::string(description.substr(0, 200)));
+  }
+
+  // A collective starts: peers learn its name and details when the shape changes, and its
+  // number with every data message; a peer that left before starting it fails the group.
+  void publishNumberedCall(std::uint64_t shapeKey, std::string_view name, std::uint64_t number,
+                           std::string_view details) override {
+    currentCall_.store(number + 1, std::memory_order_relaxed);
+    collectivesStarted_.store(
+        std::max(collectivesStarted_.load(std::memory_order_relaxed), number + 1),
+        std::memory_order_relaxed);
+    if (shapeKey == 0 || shapeKey != shapeKey_) {
+      shapeKey_ = shapeKey;
+      std::string text(name.substr(0, 100));
+      text.push_back('\0');
+      text.append(details.substr(0, 100));
+      sendCall(number + 1, std::move(text));
+    }
+    std::string reason;
+    {
+      std::lock_guard lock(failureMutex_);
+      collectiveRunning_ = true;
+      collectiveNumber_ = number;
+      reason = departedBeforeCurrentLocked();
+    }
+    if (!reason.empty()) fail(reason);
+  }
+
+  std::string peerCall(int peer) const override {
+    checkPeer(peer, 0);
+    std::lock_guard lock(failureMutex_);
+    const std::string& text = peerCalls_[ix(peer)];
+    const std::uint64_t number = peerNumbers_[ix(peer)];
+    const std::size_t split = text.find('\0');
+    if (number == 0 || split == std::string::npos) return text;
+    char out[kMaxCallTextBytes];
+    return std::string(out,
+                       formatNumberedCall(out, sizeof out, std::string_view(text).substr(0, split),
+                                          number - 1, std::string_view(text).substr(split + 1)));
+  }
+
+  bool peerDeparted(int peer) const override {
+    if (peer < 0 || peer >= nranks_) return false;
+    std::lock_guard lock(failureMutex_);
+    return departedAfter_[ix(peer)].has_value();
+  }
+
+  int progressThreads() const override { return 1; }
+
+  // ---- for the FIFOs ----------------------------------------------------------------------------
+
+  // Sends `bytes` of `data` with `header` as message `id` to `peer`; `slot` tracks completion.
+  void sendData(int peer, const DataHeader* header, const std::uint8_t* data, std::size_t bytes,
+                SlotSend* slot) {
+    std::lock_guard lock(workerMutex_);
+    slot->busy.store(true, std::memory_order_relaxed);
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = &UcxConnections::onSlotSent;
+    param.user_data = slot;
+    const ucs_status_ptr_t request =
+        ucp_am_send_nbx(eps_[ix(peer)], kDataAm, header, sizeof *header, data, bytes, &param);
+    if (request == nullptr) {
+      slot->busy.store(false, std::memory_order_release);
+    } else if (UCS_PTR_IS_ERR(request)) {
+      slot->busy.store(false, std::memory_order_release);
+      lost(peer, UCS_PTR_STATUS(request));
+    }
+  }
+
+  // Nothing to receive or no credit: move what the worker holds now and send pending credits,
+  // unless another thread is doing so.
+  void poke() {
+    std::unique_lock lock(workerMutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    progressLocked();
+  }
+
+  // A receive FIFO released enough slots: credit them now.
+  void creditNow(UcxRecvFifo& fifo) {
+    std::lock_guard lock(workerMutex_);
+    sendCreditsLocked(fifo);
+  }
+
+ private:
+  struct EpArg {
+    UcxConnections* self = nullptr;
+    int peer = 0;
+  };
+
+  std::string key(const char* what, int rank) const {
+    return fmt::format("ucx/{}/{}/{}", options_.groupId, what, rank);
+  }
+
+  static std::chrono::milliseconds left(std::chrono::steady_clock::time_point deadline) {
+    return std::max(std::chrono::milliseconds(0),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now()));
+  }
+
+  void check(ucs_status_t status, const std::string& what) const {
+    if (status != UCS_OK)
+      throw CommError(
+          fmt::format("ucx transport: rank {}: {} failed: {} (UCX's UCX_TLS, "
+                      "UCX_NET_DEVICES and ucx_info -d say what UCX can use here)",
+                      rank_, what, ucs_status_string(status)));
+  }
+
+  void checkPeer(int peer, int channel) const {
+    if (peer < 0 || peer >= nranks_ || peer == rank_)
+      throw CommError(fmt::format("rank {}: peer {} is not another rank of this {}-rank group",
+                                  rank_, peer, nranks_));
+    if (channel < 0 || channel >= (1 << 16))
+      throw CommError(fmt::format("rank {}: channel {} to rank {} is out of range (0..65535)",
+                                  rank_, channel, peer));
+  }
+
+  UcxRecvFifo& recvFifoOf(int peer, int channel) {
+    std::lock_guard lock(fifoMutex_);
+    auto& made = recvs_[{peer, channel}];
+    if (!made) made = std::make_unique<UcxRecvFifo>(*this, peer, channel, options_.fifo);
+    return *made;
+  }
+
+  void setHandler(unsigned id, ucp_am_recv_callback_t callback) {
+    ucp_am_handler_param_t param{};
+    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                       UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    param.id = id;
+    param.cb = callback;
+    param.arg = this;
+    param.flags = UCP_AM_FLAG_WHOLE_MSG;
+    check(ucp_worker_set_am_recv_handler(worker_, &param), "setting an active message handler");
+  }
+
+  // Records the group's first failure; false if one was recorded already.
+  bool fail(const std::string& reason) {
+    std::lock_guard lock(failureMutex_);
+    if (failed_.load(std::memory_order_relaxed)) return false;
+    failure_ = reason;
+    failed_.store(true, std::memory_order_release);
+    return true;
+  }
+
+  void lost(int peer, ucs_status_t status) {
+    {
+      std::lock_guard lock(failureMutex_);
+      if (departedAfter_[ix(peer)]) return;  // it left cleanly: its endpoint closing is no loss
+    }
+    fail(
+        fmt::format("ucx transport: rank {} lost rank {}: {}; it exited, crashed or its network "
+                    "failed: see that rank's own error",
+                    rank_, peer, ucs_status_string(status)));
+  }
+
+  std::string departedBeforeCurrentLocked() const {
+    if (!collectiveRunning_) return {};
+    for (int peer = 0; peer < nranks_; ++peer) {
+      const auto& started = departedAfter_[ix(peer)];
+      if (started && *started <= collectiveNumber_)
+        return departedPeerReason(peer, *started, rank_, collectiveNumber_);
+    }
+    return {};
+  }
+
+  void sendCall(std::uint64_t number, std::string text) {
+    std::lock_guard lock(workerMutex_);
+    for (int peer = 0; peer < nranks_; ++peer)
+      if (peer != rank_) sendControlLocked(peer, Control::call, number, text);
+  }
+
+  void sendOwnedLocked(int peer, unsigned id, std::unique_ptr<OwnedSend> owned) {
+    if (eps_[ix(peer)] == nullptr) return;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = &UcxConnections::onOwnedSent;
+    param.user_data = owned.get();
+    const ucs_status_ptr_t request =
+        ucp_am_send_nbx(eps_[ix(peer)], id, owned->header.data(), owned->header.size(),
+                        owned->payload.data(), owned->payload.size(), &param);
+    if (request == nullptr) return;  // done; `owned` goes
+    if (UCS_PTR_IS_ERR(request)) {
+      lost(peer, UCS_PTR_STATUS(request));
+      return;
+    }
+    owned.release();  // onOwnedSent frees it
+    ownedInFlight_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  template <class Header>
+  std::unique_ptr<OwnedSend> owned(int peer, const Header& header, std::string payload = {}) {
+    auto out = std::make_unique<OwnedSend>();
+    out->owner = this;
+    out->peer = peer;
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&header);
+    out->header.assign(bytes, bytes + sizeof header);
+    out->payload = std::move(payload);
+    return out;
+  }
+
+  void sendControlLocked(int peer, Control kind, std::uint64_t value, const std::string& text) {
+    const ControlHeader header{static_cast<std::uint32_t>(rank_), kind, value};
+    sendOwnedLocked(peer, kControlAm, owned(peer, header, text));
+  }
+
+  void sendCreditsLocked(UcxRecvFifo& fifo) {
+    const std::uint64_t count = fifo.takeCredits();
+    if (count == 0) return;
+    const CreditHeader header{static_cast<std::uint32_t>(rank_),
+                              static_cast<std::uint32_t>(fifo.channel()), count};
+    sendOwnedLocked(fifo.peer(), kCreditAm, owned(fifo.peer(), header));
+  }
+
+  void progressLocked() {
+    std::vector<UcxRecvFifo*> fifos;
+    {
+      std::lock_guard lock(fifoMutex_);
+      for (auto& [where, fifo] : recvs_)
+        fifos.push_back(fifo.get());
+    }
+    for (UcxRecvFifo* fifo : fifos)
+      sendCreditsLocked(*fifo);
+    while (ucp_worker_progress(worker_) != 0) {
+    }
+  }
+
+  void progressLoop() {
+    while (!stopping_.load(std::memory_order_acquire)) {
+      ucs_status_t armed = UCS_OK;
+      {
+        std::lock_guard lock(workerMutex_);
+        progressLocked();
+        armed = ucp_worker_arm(worker_);
+      }
+      if (armed == UCS_ERR_BUSY) continue;  // more arrived meanwhile
+      pollfd fds[2] = {{efd_, POLLIN, 0}, {wakePipe_[0], POLLIN, 0}};
+      ::poll(fds, 2, static_cast<int>(kIdleWait.count()));
+      char drain[64];
+      while (::read(wakePipe_[0], drain, sizeof drain) > 0) {
+      }
+    }
+  }
+
+  // Leaving: stops the progress thread, tells every peer (with the collectives started), then
+  // flushes and closes the endpoints (bounded by kLeaveLimit) and frees UCX's objects.
+  void leave() noexcept {
+    if (progress_.joinable()) {
+      stopping_.store(true, std::memory_order_release);
+      [[maybe_unused]] const ssize_t wrote = ::write(wakePipe_[1], "x", 1);
+      progress_.join();
+    }
+    if (worker_ != nullptr) {
+      std::lock_guard lock(workerMutex_);
+      const auto deadline = std::chrono::steady_clock::now() + kLeaveLimit;
+      // Messages already committed go out first (a rendezvous needs this side's progress
+      // until the peer has fetched it), unless the group failed.
+      while (!failed_.load(std::memory_order_acquire) && sendsInFlight() &&
+             std::chrono::steady_clock::now() < deadline)
+        ucp_worker_progress(worker_);
+      try {
+        for (int peer = 0; peer < nranks_; ++peer)
+          if (peer != rank_ && eps_[ix(peer)] != nullptr)
+            sendControlLocked(peer, Control::bye,
+                              collectivesStarted_.load(std::memory_order_relaxed), {});
+      } catch (...) {  // leaving never throws; peers then see the endpoint close
+      }
+      std::vector<ucs_status_ptr_t> closing;
+      for (ucp_ep_h& ep : eps_) {
+        if (ep == nullptr) continue;
+        ucp_request_param_t param{};
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        // Flush first, unless the peer has left (nobody would answer the flush).
+        const auto peer = static_cast<std::size_t>(&ep - eps_.data());
+        bool departed = false;
+        {
+          std::lock_guard failures(failureMutex_);
+          departed = departedAfter_[peer].has_value();
+        }
+        param.flags = departed || failed_.load() ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+        const ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
+        if (request != nullptr && !UCS_PTR_IS_ERR(request)) closing.push_back(request);
+        ep = nullptr;
+      }
+      for (ucs_status_ptr_t request : closing) {
+        while (ucp_request_check_status(request) == UCS_INPROGRESS &&
+               std::chrono::steady_clock::now() < deadline)
+          ucp_worker_progress(worker_);
+        if (ucp_request_check_status(request) == UCS_INPROGRESS)
+          ucp_request_cancel(worker_, request);
+        ucp_request_free(request);
+      }
+      while (ucp_worker_progress(worker_) != 0) {
+      }
+      {
+        std::lock_guard fifos(fifoMutex_);
+        recvs_.clear();
+        sends_.clear();
+      }
+      ucp_worker_destroy(worker_);
+      worker_ = nullptr;
+    }
+    if (context_ != nullptr) ucp_cleanup(context_);
+    context_ = nullptr;
+    for (int& fd : wakePipe_)
+      if (fd >= 0) ::close(std::exchange(fd, -1));
+  }
+
+  // Flushes every endpoint, which completes its wire-up (UCP wires endpoints lazily; closing one
+  // whose wire-up is still under way trips an assertion in UCX 1.13's tcp transport).
+  void wireUp(std::chrono::steady_clock::time_point deadline) {
+    std::vector<std::pair<int, ucs_status_ptr_t>> flushing;
+    {
+      std::lock_guard lock(workerMutex_);
+      for (int peer = 0; peer < nranks_; ++peer) {
+        if (eps_[ix(peer)] == nullptr) continue;
+        ucp_request_param_t param{};
+        const ucs_status_ptr_t request = ucp_ep_flush_nbx(eps_[ix(peer)], &param);
+        if (UCS_PTR_IS_ERR(request))
+          check(UCS_PTR_STATUS(request), fmt::format("wiring up the endpoint to rank {}", peer));
+        if (request != nullptr) flushing.emplace_back(peer, request);
+      }
+    }
+    for (auto [peer, request] : flushing) {
+      ucs_status_t status = UCS_INPROGRESS;
+      while (true) {
+        {
+          std::lock_guard lock(workerMutex_);
+          ucp_worker_progress(worker_);
+          status = ucp_request_check_status(request);
+          if (status != UCS_INPROGRESS) ucp_request_free(request);
+        }
+        if (status != UCS_INPROGRESS) break;
+        if (std::chrono::steady_clock::now() > deadline) {
+          std::lock_guard lock(workerMutex_);
+          ucp_request_cancel(worker_, request);
+          ucp_request_free(request);
+          throw TimeoutError(fmt::format(
+              "ucx transport: rank {}: the endpoint to rank {} was not wired up within {} ms; is "
+              "rank {} running, and can UCX reach it (UCX_TLS, UCX_NET_DEVICES)?",
+              rank_, peer, options_.timeout.count(), peer));
+        }
+        std::this_thread::yield();
+      }
+      check(status, fmt::format("wiring up the endpoint to rank {}", peer));
+    }
+  }
+
+  // Whether a data, control or credit message is still on its way out.
+  bool sendsInFlight() {
+    if (ownedInFlight_.load(std::memory_order_relaxed) > 0) return true;
+    std::lock_guard lock(fifoMutex_);
+    for (const auto& [where, fifo] : sends_)
+      if (fifo->busy()) return true;
+    return false;
+  }
+
+  // ---- UCP callbacks (under workerMutex_)
+  // --------------------------------------------------------
+
+  static ucs_status_t onData(void* arg, const void* header, std::size_t headerBytes, void* data,
+                             std::size_t length, const ucp_am_recv_param_t* param) {
+    auto* self = static_cast<UcxConnections*>(arg);
+    DataHeader h;
+    if (headerBytes != sizeof h) return self->protocolError("a data message with a bad header");
+    std::memcpy(&h, header, sizeof h);
+    if (h.from >= static_cast<std::uint32_t>(self->nranks_) || h.channel >= (1u << 16))
+      return self->protocolError("a data message naming no rank or channel of this group");
+    {
+      std::lock_guard lock(self->failureMutex_);
+      self->peerNumbers_[h.from] = h.call;
+    }
+    UcxRecvFifo& fifo = self->recvFifoOf(static_cast<int>(h.from), static_cast<int>(h.channel));
+    std::uint8_t* at = nullptr;
+    const std::uint64_t seq = h.seq;
+    if (std::string problem = fifo.land(seq, length, h.tag, &at); !problem.empty())
+      return self->protocolError(problem);
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
+      if (length > 0) std::memcpy(at, data, length);
+      fifo.landed(seq);
+      return UCS_OK;
+    }
+    // Rendezvous: UCP fetches the payload into the slot, then onReceived marks it landed.
+    auto pending = std::make_unique<PendingReceive>(PendingReceive{self, &fifo, seq});
+    ucp_request_param_t receive{};
+    receive.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    receive.cb.recv_am = &UcxConnections::onReceived;
+    receive.user_data = pending.get();
+    const ucs_status_ptr_t request =
+        ucp_am_recv_data_nbx(self->worker_, data, at, length, &receive);
+    if (request == nullptr) {
+      fifo.landed(seq);
+    } else if (UCS_PTR_IS_ERR(request)) {
+      self->lost(static_cast<int>(h.from), UCS_PTR_STATUS(request));
+    } else {
+      pending.release();  // onReceived frees it
+    }
+    return UCS_INPROGRESS;
+  }
+
+  static void onReceived(void* request, ucs_status_t status, std::size_t, void* user) {
+    std::unique_ptr<PendingReceive> pending(static_cast<PendingReceive*>(user));
+    if (status == UCS_OK)
+      pending->fifo->landed(pending->seq);
+    else
+      pending->owner->lost(pending->fifo->peer(), status);
+    ucp_request_free(request);
+  }
+
+  static ucs_status_t onCredit(void* arg, const void* header, std::size_t headerBytes, void*,
+                               std::size_t, const ucp_am_recv_param_t*) {
+    auto* self = static_cast<UcxConnections*>(arg);
+    CreditHeader h;
+    if (headerBytes != sizeof h) return self->protocolError("a credit message with a bad header");
+    std::memcpy(&h, header, sizeof h);
+    if (h.from >= static_cast<std::uint32_t>(self->nranks_) || h.channel >= (1u << 16))
+      return self->protocolError("a credit naming no rank or channel of this group");
+    UcxSendFifo* fifo = nullptr;
+    {
+      std::lock_guard lock(self->fifoMutex_);
+      const auto it = self->sends_.find({static_cast<int>(h.from), static_cast<int>(h.channel)});
+      if (it != self->sends_.end()) fifo = it->second.get();
+    }
+    if (fifo == nullptr || h.count > fifo->outstanding())
+      return self->protocolError(
+          fmt::format("rank {} returned {} credits on channel {} for "
+                      "messages never sent",
+                      h.from, h.count, h.channel));
+    fifo->addCredits(h.count);
+    return UCS_OK;
+  }
+
+  static ucs_status_t onControl(void* arg, const void* header, std::size_t headerBytes, void* data,
+                                std::size_t length, const ucp_am_recv_param_t*) {
+    auto* self = static_cast<UcxConnections*>(arg);
+    ControlHeader h;
+    if (headerBytes != sizeof h || length > kMaxControlText)
+      return self->protocolError("a control message with a bad header or size");
+    std::memcpy(&h, header, sizeof h);
+    if (h.from >= static_cast<std::uint32_t>(self->nranks_))
+      return self->protocolError("a control message from no rank of this group");
+    std::string text(static_cast<const char*>(data), length);
+    switch (h.kind) {
+      case Control::call: {
+        std::lock_guard lock(self->failureMutex_);
+        self->peerCalls_[h.from] = std::move(text);
+        self->peerNumbers_[h.from] = h.value;
+        break;
+      }
+      case Control::abort:
+        self->fail(text);
+        break;
+      case Control::bye: {
+        std::string reason;
+        {
+          std::lock_guard lock(self->failureMutex_);
+          if (!self->departedAfter_[h.from]) self->departedAfter_[h.from] = h.value;
+          reason = self->departedBeforeCurrentLocked();
+        }
+        if (!reason.empty()) self->fail(reason);
+        break;
+      }
+      default:
+        return self->protocolError(
+            fmt::format("a control message of unknown kind {}", static_cast<unsigned>(h.kind)));
+    }
+    return UCS_OK;
+  }
+
+  static void onSlotSent(void* request, ucs_status_t status, void* user) {
+    auto* slot = static_cast<SlotSend*>(user);
+    if (status != UCS_OK) slot->owner->lost(slot->peer, status);
+    slot->busy.store(false, std::memory_order_release);
+    ucp_request_free(request);
+  }
+
+  static void onOwnedSent(void* request, ucs_status_t status, void* user) {
+    std::unique_ptr<OwnedSend> owned(static_cast<OwnedSend*>(user));
+    if (status != UCS_OK && status != UCS_ERR_CANCELED) owned->owner->lost(owned->peer, status);
+    owned->owner->ownedInFlight_.fetch_sub(1, std::memory_order_relaxed);
+    ucp_request_free(request);
+  }
+
+  static void onEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
+    auto* ep = static_cast<EpArg*>(arg);
+    ep->self->lost(ep->peer, status);
+  }
+
+  ucs_status_t protocolError(const std::string& problem) {
+    fail(
+        fmt::format("ucx transport: rank {} received {}: a peer runs another chorus version or "
+                    "another group shares this worker",
+                    rank_, problem));
+    return UCS_OK;
+  }
+
+  const int rank_;
+  const int nranks_;
+  const UcxOptions options_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int efd_ = -1;
+  int wakePipe_[2] = {-1, -1};
+  std::vector<ucp_ep_h> eps_;
+  std::vector<EpArg> epArgs_;
+  std::mutex workerMutex_;
+
+  std::mutex fifoMutex_;
+  std::map<std::pair<int, int>, std::unique_ptr<UcxSendFifo>> sends_;
+  std::map<std::pair<int, int>, std::unique_ptr<UcxRecvFifo>> recvs_;
+
+  mutable std::mutex failureMutex_;
+  std::atomic<bool> failed_{false};
+  std::string failure_;
+  std::vector<std::string> peerCalls_;                       // failureMutex_
+  std::vector<std::uint64_t> peerNumbers_;                   // failureMutex_: their collective + 1
+  std::vector<std::optional<std::uint64_t>> departedAfter_;  // failureMutex_
+  std::uint64_t collectiveNumber_ = 0;                       // failureMutex_
+  bool collectiveRunning_ = false;                           // failureMutex_
+  std::atomic<std::uint64_t> collectivesStarted_{0};
+  std::atomic<std::uint64_t> currentCall_{0};
+  std::uint64_t shapeKey_ = 0;  // the calling thread's
+
+  std::atomic<int> ownedInFlight_{0};  // control and credit messages not yet sent
+
+  std::atomic<bool> stopping_{false};
+  std::thread progress_;
+
+  friend class UcxSendFifo;
+};
+
+UcxSendFifo::UcxSendFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options)
+    : owner_(owner),
+      peer_(peer),
+      channel_(channel),
+      slots_(static_cast<std::uint64_t>(options.slots)),
+      slotBytes_(options.slotBytes),
+      buffer_(static_cast<std::size_t>(options.slots) * options.slotBytes),
+      headers_(static_cast<std::size_t>(options.slots)),
+      sends_(std::make_unique<SlotSend[]>(static_cast<std::size_t>(options.slots))) {
+  for (std::uint64_t s = 0; s < slots_; ++s) {
+    sends_[s].owner = &owner;
+    sends_[s].peer = peer;
+  }
+}
+
+std::uint8_t* UcxSendFifo::trySendSlot() {
+  const std::uint64_t next = next_.load(std::memory_order_relaxed);
+  const std::uint64_t s = next % slots_;
+  if (next - credited_.load(std::memory_order_acquire) >= slots_ ||
+      sends_[s].busy.load(std::memory_order_acquire)) {
+    owner_.poke();
+    if (next - credited_.load(std::memory_order_acquire) >= slots_ ||
+        sends_[s].busy.load(std::memory_order_acquire))
+      return nullptr;
+  }
+  return buffer_.data() + s * slotBytes_;
+}
+
+void UcxSendFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
+  const std::uint64_t next = next_.load(std::memory_order_relaxed);
+  const std::uint64_t s = next % slots_;
+  CHORUS_INTERNAL_ASSERT(bytes <= slotBytes_, "ucx commit larger than a slot");
+  headers_[s] = {static_cast<std::uint32_t>(owner_.rank()), static_cast<std::uint32_t>(channel_),
+                 tag, owner_.currentCall_.load(std::memory_order_relaxed), next};
+  next_.store(next + 1, std::memory_order_release);
+  owner_.sendData(peer_, &headers_[s], buffer_.data() + s * slotBytes_, bytes, &sends_[s]);
+}
+
+UcxRecvFifo::UcxRecvFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options)
+    : owner_(owner),
+      peer_(peer),
+      channel_(channel),
+      slots_(static_cast<std::uint64_t>(options.slots)),
+      slotBytes_(options.slotBytes),
+      buffer_(static_cast<std::size_t>(options.slots) * options.slotBytes),
+      meta_(static_cast<std::size_t>(options.slots)),
+      claimed_(static_cast<std::size_t>(options.slots), 0),
+      ready_(
+          std::make_unique<std::atomic<std::uint64_t>[]>(static_cast<std::size_t>(options.slots))) {
+  for (std::uint64_t s = 0; s < slots_; ++s)
+    ready_[s].store(0, std::memory_order_relaxed);
+}
+
+std::string UcxRecvFifo::land(std::uint64_t seq, std::size_t bytes, std::uint64_t tag,
+                              std::uint8_t** at) {
+  if (bytes > slotBytes_)
+    return fmt::format("a {}-byte message from rank {} on channel {}, larger than a {}-byte slot",
+                       bytes, peer_, channel_, slotBytes_);
+  const std::uint64_t consumed = consumed_.load(std::memory_order_acquire);
+  const std::uint64_t s = seq % slots_;
+  if (seq < consumed || seq >= consumed + slots_ || claimed_[s] == seq + 1)
+    return fmt::format(
+        "message #{} from rank {} on channel {}, outside its credits (messages "
+        "#{} to #{}) or seen before",
+        seq, peer_, channel_, consumed, consumed + slots_ - 1);
+  claimed_[s] = seq + 1;
+  meta_[s] = {bytes, tag};
+  *at = buffer_.data() + s * slotBytes_;
+  return {};
+}
+
+bool UcxRecvFifo::tryRecvSlot(RecvSlot* slot) {
+  const std::uint64_t seq = consumed_.load(std::memory_order_relaxed);
+  const std::uint64_t s = seq % slots_;
+  if (ready_[s].load(std::memory_order_acquire) != seq + 1) {
+    owner_.poke();
+    if (ready_[s].load(std::memory_order_acquire) != seq + 1) return false;
+  }
+  slot->data = buffer_.data() + s * slotBytes_;
+  slot->bytes = meta_[s].first;
+  slot->tag = meta_[s].second;
+  slot->remote = false;
+  slot->delivered = false;
+  return true;
+}
+
+void UcxRecvFifo::releaseRecv() {
+  consumed_.fetch_add(1, std::memory_order_acq_rel);
+  const std::uint64_t pending = pendingCredits_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  if (pending * 2 >= slots_) owner_.creditNow(*this);
+}
+
+}  // namespace
+
+std::unique_ptr<ConnectionSet> connectUcx(Store& store, int rank, int nranks,
+                                          const UcxOptions& options) {
+  if (nranks < 1 || rank < 0 || rank >= nranks)
+    throw OptionError(fmt::format("ucx transport: rank {} of {} is not a rank", rank, nranks));
+  if (options.fifo.slots < 1 || options.fifo.slotBytes < 64)
+    throw OptionError("ucx transport: FIFOs need at least 1 slot of at least 64 bytes");
+  auto connections = std::make_unique<UcxConnections>(rank, nranks, options);
+  connections->connect(store);
+  return connections;
+}
+
+}  // namespace chorus::transport
