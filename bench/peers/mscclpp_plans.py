@@ -158,13 +158,24 @@ def simulate_plan(chorus, path):
     return "exit %d: %s" % (result.returncode, text.splitlines()[-1][:120] if text else "")
 
 
+def ops_of(tb):
+    """(position, op) for each op of a threadblock, inside pipeline bodies too: position (o,) or,
+    in the body of the pipeline at o, (o, j)."""
+    for o, op in enumerate(tb["ops"]):
+        if op.get("name") == "pipeline":
+            for j, inner in enumerate(op.get("ops", [])):
+                yield (o, j), inner
+        else:
+            yield (o,), op
+
+
 def mutation_sites(plan):
-    """(kind, gpu, threadblock, op, entry) for each dropped signal (one channel of a signal op),
-    dropped wait, misdirected put (one remote destination of a put, reduce-send or packet put)
-    and dropped packet write (one remote destination of a packet put)."""
+    """(kind, gpu, threadblock, op position, entry) for each dropped signal (one channel of a
+    signal op), dropped wait, misdirected put (one remote destination of a put, reduce-send or
+    packet put) and dropped packet write (one remote destination of a packet put)."""
     for g, gpu in enumerate(plan["gpus"]):
         for t, tb in enumerate(gpu["threadblocks"]):
-            for o, op in enumerate(tb["ops"]):
+            for o, op in ops_of(tb):
                 name = op.get("name")
                 if name in ("signal", "rlxsignal", "wait", "rlxwait"):
                     kind = "drop signal" if "signal" in name else "drop wait"
@@ -182,9 +193,12 @@ PACKET_PUTS = ("ppkt", "rppkt", "respkt", "recspkt")
 
 
 def mutate(plan, site):
-    kind, g, t, o, entry = site
+    kind, g, t, position, entry = site
     m = copy.deepcopy(plan)
     ops = m["gpus"][g]["threadblocks"][t]["ops"]
+    if len(position) == 2:  # in a pipeline's body
+        ops = ops[position[0]]["ops"]
+    o = position[-1]
     if kind == "put into a live buffer":
         ops[o]["dst_buff"][entry]["index"] += 1
         return m
@@ -283,7 +297,8 @@ def main():
             specific[kind] = specific.get(kind, 0) + (
                 code == 1 and names_a_data_race_or_deadlock(findings))
             if code != 1:
-                missed.append("%s: %s at gpu %d tb %d op %d entry %d" % ((plan["name"],) + site))
+                missed.append("%s: %s at gpu %d tb %d op %s entry %d" % (
+                    (plan["name"],) + site[:3] + (".".join(map(str, site[3])), site[4])))
     print()
     print("| mutation | mutants | reported by chorus verify | with a data race or deadlock |")
     print("|---|---|---|---|")
