@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "compile_for_test.h"
 #include "ir/msccl_xml.h"
 #include "run_calls.h"
 #include "runtime/interpreter.h"
@@ -38,6 +39,8 @@ namespace {
 using runtime::DataType;
 using runtime::ReduceOp;
 using ::testing::HasSubstr;
+using testing_support::compileAtTestShape;
+using testing_support::libraryAlgorithmNames;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
@@ -59,31 +62,10 @@ runtime::RunReport runShm(const ir::Algorithm& a, std::size_t count,
   return runtime::runOnProcesses(a, options);
 }
 
-ir::Algorithm compile(const algorithms::AlgorithmInfo& info,
-                      ir::Protocol protocol = ir::Protocol::simple) {
-  algorithms::BuildRequest request;
-  request.algorithm = info.name;
-  request.protocol = protocol;
-  if (info.shape == algorithms::Shape::ranks) {
-    request.ranks = std::max(info.minRanks, 3);
-  } else {
-    request.nodes = 2;
-    request.gpusPerNode = 2;
-  }
-  return algorithms::compileAlgorithm(request).algorithm;
-}
-
 std::string testName(std::string name) {
   for (auto& ch : name)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return name;
-}
-
-std::vector<std::string> algorithmNames() {
-  std::vector<std::string> names;
-  for (const auto& info : algorithms::listAlgorithms())
-    names.push_back(info.name);
-  return names;
 }
 
 // Each algorithm with each protocol: Simple, and LL and LL128, whose messages travel the shm
@@ -93,7 +75,7 @@ class LibraryOnShm : public ::testing::TestWithParam<std::tuple<std::string, ir:
 TEST_P(LibraryOnShm, ExactResults) {
   const auto& [name, protocol] = GetParam();
   const auto& info = algorithms::findAlgorithm(name);
-  const auto a = compile(info, protocol);
+  const auto a = compileAtTestShape(info, protocol);
   ASSERT_EQ(a.protocol, protocol);
   // A different type and operator per algorithm keeps the test short and covers them all.
   const std::vector<std::pair<DataType, ReduceOp>> variants = {
@@ -102,9 +84,9 @@ TEST_P(LibraryOnShm, ExactResults) {
       {DataType::int64, ReduceOp::avg},    {DataType::float16, ReduceOp::sum},
       {DataType::int8, ReduceOp::min},     {DataType::uint64, ReduceOp::max},
       {DataType::uint32, ReduceOp::sum},   {DataType::float32, ReduceOp::avg}};
-  const auto index = static_cast<std::size_t>(
-      std::find(algorithmNames().begin(), algorithmNames().end(), info.name) -
-      algorithmNames().begin());
+  const std::vector<std::string> names = libraryAlgorithmNames();
+  const auto index =
+      static_cast<std::size_t>(std::find(names.begin(), names.end(), info.name) - names.begin());
   const auto [type, op] = variants[index % variants.size()];
   struct Case {
     std::size_t count;
@@ -135,7 +117,7 @@ TEST_P(LibraryOnShm, ExactResults) {
 
 INSTANTIATE_TEST_SUITE_P(
     Registry, LibraryOnShm,
-    ::testing::Combine(::testing::ValuesIn(algorithmNames()),
+    ::testing::Combine(::testing::ValuesIn(libraryAlgorithmNames()),
                        ::testing::Values(ir::Protocol::simple, ir::Protocol::ll,
                                          ir::Protocol::ll128)),
     [](const ::testing::TestParamInfo<std::tuple<std::string, ir::Protocol>>& info) {
@@ -147,7 +129,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(LibraryOnShmIterations, BackToBackCallsReuseTheSegments) {
-  const auto a = compile(algorithms::findAlgorithm("allreduce.ring"));
+  const auto a = compileAtTestShape(algorithms::findAlgorithm("allreduce.ring"));
   const auto report = runShm(a, 5000, DataType::float32, ReduceOp::sum, 4);
   EXPECT_TRUE(report.ok()) << report.firstWrong;
   EXPECT_EQ(report.checkedElements, 3u * 5000u);
@@ -158,7 +140,7 @@ TEST(LibraryOnShmIterations, BackToBackCallsReuseTheSegments) {
 TEST(LibraryOnShmLarge, SeveralMebibytesPerRank) {
   for (const char* name : {"allreduce.ring", "allgather.ring", "reducescatter.ring",
                            "alltoall.direct", "broadcast.binomial"}) {
-    const auto a = compile(algorithms::findAlgorithm(name));
+    const auto a = compileAtTestShape(algorithms::findAlgorithm(name));
     runtime::ProcessRunOptions options;
     options.count = (std::size_t{3} << 20) / 4 + 3;  // just over 3 MiB of float32
     options.timeout = std::chrono::milliseconds(60'000);
@@ -264,7 +246,7 @@ TEST(ShmRunFailures, RankKilledMidCollectiveFailsEveryOtherRankFast) {
 // A rank killed while its peers copy messages straight out of its memory: they fail fast and
 // name it, whether they notice through the liveness check or a failed process_vm_readv.
 TEST(ShmRunFailures, RankKilledWhilePeersReadItsMemoryFailsThemFast) {
-  const auto a = compile(algorithms::findAlgorithm("allgather.direct"));
+  const auto a = compileAtTestShape(algorithms::findAlgorithm("allgather.direct"));
   const auto start = Clock::now();
   runtime::RankProcessOptions options = processOptions(3);
   options.fifo.singleCopyBytes = 1;

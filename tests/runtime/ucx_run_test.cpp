@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "compile_for_test.h"
 #include "runtime/process_runner.h"
 
 namespace chorus::ucx_run_test {
@@ -21,32 +22,13 @@ using runtime::DataType;
 using runtime::ReduceOp;
 using namespace std::chrono_literals;
 
-ir::Algorithm compileForUcx(const algorithms::AlgorithmInfo& info) {
-  algorithms::BuildRequest request;
-  request.algorithm = info.name;
-  if (info.shape == algorithms::Shape::ranks) {
-    request.ranks = std::max(info.minRanks, 3);
-  } else {
-    request.nodes = 2;
-    request.gpusPerNode = 2;
-  }
-  return algorithms::compileAlgorithm(request).algorithm;
-}
-
-std::vector<std::string> ucxAlgorithmNames() {
-  std::vector<std::string> names;
-  for (const auto& info : algorithms::listAlgorithms())
-    names.push_back(info.name);
-  return names;
-}
-
 class LibraryOnUcx : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(LibraryOnUcx, ExactResults) {
   const auto& [name, tls] = GetParam();
   const std::string saved = ::getenv("UCX_TLS") ? ::getenv("UCX_TLS") : "";
   ::setenv("UCX_TLS", tls.c_str(), 1);  // the forked ranks inherit it
-  const ir::Algorithm a = compileForUcx(algorithms::findAlgorithm(name));
+  const ir::Algorithm a = testing_support::compileAtTestShape(algorithms::findAlgorithm(name));
   // A count the chunking does not divide, and 300 KiB per block: many tiles through 16 KiB
   // slots, credits flowing back all the time.
   for (const std::size_t count : {std::size_t{777}, std::size_t{(300 << 10) / 4}}) {
@@ -70,7 +52,7 @@ TEST_P(LibraryOnUcx, ExactResults) {
 
 INSTANTIATE_TEST_SUITE_P(
     Registry, LibraryOnUcx,
-    ::testing::Combine(::testing::ValuesIn(ucxAlgorithmNames()),
+    ::testing::Combine(::testing::ValuesIn(testing_support::libraryAlgorithmNames()),
                        ::testing::Values(std::string("tcp"), std::string("sm,self"))),
     [](const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
       std::string name = std::get<0>(info.param) +

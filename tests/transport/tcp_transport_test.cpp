@@ -26,6 +26,7 @@
 
 #include "algorithms/registry.h"
 #include "chorus/error.h"
+#include "connected_ranks.h"
 #include "runtime/interpreter.h"
 #include "runtime/run_check.h"
 #include "transport/file_store.h"
@@ -52,66 +53,22 @@ TcpOptions smallOptions(const std::string& group) {
   return options;
 }
 
+using testing_support::spinUntil;
+
+testing_support::Connect tcpConnect(const TcpOptions& options) {
+  return [options](Store& store, int rank, int nranks) {
+    return connectTcp(store, rank, nranks, options);
+  };
+}
+
 // Runs body(rank, connections) on `n` threads, each with its own TCP view of one group.
 void onRanks(int n, const TcpOptions& options,
              const std::function<void(int, ConnectionSet&)>& body) {
-  auto store = std::make_shared<InMemoryStore>();
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        auto connections = connectTcp(*store, r, n, options);
-        body(r, *connections);
-      } catch (const std::exception& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-      }
-    });
-  for (auto& t : threads)
-    t.join();
-  for (int r = 0; r < n; ++r)
-    EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+  testing_support::onConnectedRanks(n, tcpConnect(options), body);
 }
 
-template <typename F>
-void spinUntil(F done, const char* what) {
-  const auto deadline = Clock::now() + 20s;
-  while (!done()) {
-    if (Clock::now() > deadline) throw std::runtime_error(std::string("timed out: ") + what);
-    std::this_thread::yield();
-  }
-}
-
-// Rank 0 sends 50 messages of varied sizes and tags on each of `channels` to rank 1, which
-// checks their order, sizes, tags and bytes.
 void expectOrderedFifos(const TcpOptions& options, const std::vector<int>& channels) {
-  constexpr int kMessages = 50;  // far more than the 4 slots: credits must flow back
-  onRanks(2, options, [&](int rank, ConnectionSet& c) {
-    for (int channel : channels) {
-      if (rank == 0) {
-        Fifo& f = c.sendFifo(1, channel);
-        for (int m = 0; m < kMessages; ++m) {
-          std::uint8_t* slot = nullptr;
-          spinUntil([&] { return (slot = f.trySendSlot()) != nullptr; }, "a free slot");
-          const std::size_t bytes = static_cast<std::size_t>(m * 77 % 4097);
-          for (std::size_t i = 0; i < bytes; ++i)
-            slot[i] = static_cast<std::uint8_t>(m + i + channel);
-          f.commitSend(bytes, 1000 + m);
-        }
-      } else {
-        Fifo& f = c.recvFifo(0, channel);
-        for (int m = 0; m < kMessages; ++m) {
-          RecvSlot slot;
-          spinUntil([&] { return f.tryRecvSlot(&slot); }, "a message");
-          ASSERT_EQ(slot.bytes, static_cast<std::size_t>(m * 77 % 4097));
-          ASSERT_EQ(slot.tag, static_cast<std::uint64_t>(1000 + m));
-          for (std::size_t i = 0; i < slot.bytes; ++i)
-            ASSERT_EQ(slot.data[i], static_cast<std::uint8_t>(m + i + channel));
-          f.releaseRecv();
-        }
-      }
-    }
-  });
+  testing_support::expectOrderedFifos(tcpConnect(options), options.fifo.slotBytes, channels);
 }
 
 TEST(TcpTransport, FifosKeepOrderSizesAndTagsOnEveryChannel) {
@@ -265,35 +222,8 @@ TEST(TcpTransport, PostedReceivesLandInTheReceiversBuffer) {
   });
 }
 
-// A ring AllReduce with `instances` channels over tcp, 3 calls on 3 ranks, checked exactly.
 void expectExactRing(const TcpOptions& tcp, int instances) {
-  constexpr int kRanks = 3;
-  algorithms::BuildRequest request;
-  request.algorithm = "allreduce.ring";
-  request.ranks = kRanks;
-  request.instances = instances;
-  const ir::Algorithm ring = algorithms::compileAlgorithm(request).algorithm;
-  onRanks(kRanks, tcp, [&](int rank, ConnectionSet& c) {
-    runtime::RunOptions options;
-    options.count = 100'000;  // many slots of 4 KiB per connection
-    options.type = DataType::int32;
-    runtime::RankBuffers buffers(ring, rank, options);
-    for (int call = 0; call < 3; ++call) {
-      buffers.reset();
-      const auto id = runtime::identifyCall(ring, options, call);
-      c.publishCall(id.description);
-      runtime::ExecOptions exec;
-      exec.callTag = id.tag;
-      exec.timeout = 20s;
-      runtime::executeRank(
-          ring, rank, {buffers.input(), buffers.output(), options.count, options.type, options.op},
-          c, exec);
-      runtime::RunReport report;
-      runtime::checkRankOutput(ring, rank, options, buffers.output(), &report);
-      EXPECT_TRUE(report.ok()) << report.firstWrong;
-      EXPECT_EQ(report.checkedElements, options.count);
-    }
-  });
+  testing_support::expectExactRing(tcpConnect(tcp), instances);
 }
 
 TEST(TcpTransport, RingAllReduceIsExact) {

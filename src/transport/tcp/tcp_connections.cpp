@@ -35,7 +35,6 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -43,6 +42,7 @@
 #include "chorus/error.h"
 #include "support/error.h"
 #include "support/index.h"
+#include "transport/departures.h"
 #include "transport/remote_message.h"
 #include "transport/tcp/tcp_bootstrap.h"
 #include "transport/tcp/tcp_fifo.h"
@@ -139,7 +139,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         fifo_(options.fifo),
         peers_(ix(nranks)),
         peerCalls_(ix(nranks)),
-        departedAfter_(ix(nranks)) {
+        departures_(rank, nranks) {
     for (int r = 0; r < nranks; ++r) {
       Peer& peer = peers_[ix(r)];
       if (r != rank && links[ix(r)].sameHost) ++ranksOnThisHost_;
@@ -198,10 +198,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
   }
 
   void publishCall(std::string_view description) override {
-    {
-      std::lock_guard lock(failureMutex_);
-      collectiveRunning_ = false;  // publishNumberedCall() sets it again for a collective
-    }
+    departures_.otherCallStarts();  // publishNumberedCall() then says it is a collective
     {
       std::lock_guard lock(controlMutex_);
       for (int r = 0; r < nranks_; ++r)
@@ -228,24 +225,10 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
   void publishNumberedCall(std::uint64_t shapeKey, std::string_view name, std::uint64_t number,
                            std::string_view details) override {
     ConnectionSet::publishNumberedCall(shapeKey, name, number, details);  // publishCall()
-    collectivesStarted_.store(
-        std::max(collectivesStarted_.load(std::memory_order_relaxed), number + 1),
-        std::memory_order_relaxed);
-    std::string reason;
-    {
-      std::lock_guard lock(failureMutex_);
-      collectiveRunning_ = true;
-      collectiveNumber_ = number;
-      reason = departedBeforeCurrentLocked();
-    }
-    if (!reason.empty()) fail(reason);
+    if (std::string reason = departures_.collectiveStarts(number); !reason.empty()) fail(reason);
   }
 
-  bool peerDeparted(int peer) const override {
-    if (peer < 0 || peer >= nranks_) return false;
-    std::lock_guard lock(failureMutex_);
-    return departedAfter_[ix(peer)].has_value();
-  }
+  bool peerDeparted(int peer) const override { return departures_.departed(peer); }
 
  private:
   template <typename FifoT>
@@ -288,17 +271,6 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
       fifoGeneration_.fetch_add(1, std::memory_order_release);
     }
     return *made;
-  }
-
-  // The reason a peer that left dooms the collective this rank runs, or "" (failureMutex_ held).
-  std::string departedBeforeCurrentLocked() const {
-    if (!collectiveRunning_) return {};
-    for (int peer = 0; peer < nranks_; ++peer) {
-      const auto& started = departedAfter_[ix(peer)];
-      if (started && *started <= collectiveNumber_)
-        return departedPeerReason(peer, *started, rank_, collectiveNumber_);
-    }
-    return {};
   }
 
   // Records the group's first failure; false if one was recorded already.
@@ -716,13 +688,8 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
         break;
       case FrameKind::bye: {
         peer.links[l].departed = true;
-        std::string reason;
-        {
-          std::lock_guard lock(failureMutex_);
-          if (!departedAfter_[ix(r)]) departedAfter_[ix(r)] = in.frame.tag;
-          reason = departedBeforeCurrentLocked();
-        }
-        if (!reason.empty()) fail(reason);
+        if (std::string reason = departures_.peerLeft(r, in.frame.tag); !reason.empty())
+          fail(reason);
         break;
       }
       case FrameKind::hello:
@@ -756,8 +723,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
     forEachLink([&](int r, std::size_t l) {
       Link& link = peers_[ix(r)].links[l];
       if (!link.closed)
-        link.out.push_back(
-            makeFrame(FrameKind::bye, 0, 0, collectivesStarted_.load(std::memory_order_relaxed)));
+        link.out.push_back(makeFrame(FrameKind::bye, 0, 0, departures_.collectivesStarted()));
     });
     const auto deadline = Clock::now() + kByeFlushLimit;
     while (Clock::now() < deadline) {
@@ -806,13 +772,7 @@ class TcpConnections final : public ConnectionSet, private TcpProgress {
   std::atomic<bool> failed_{false};
   std::string failure_;
   std::vector<std::string> peerCalls_;
-  // Per peer, the collectives it had started when its bye came (none while it is in the group);
-  // the collective this rank runs, if any. All under failureMutex_.
-  std::vector<std::optional<std::uint64_t>> departedAfter_;
-  std::uint64_t collectiveNumber_ = 0;
-  bool collectiveRunning_ = false;
-  // Collectives this rank started; its bye tells the peers.
-  std::atomic<std::uint64_t> collectivesStarted_{0};
+  Departures departures_;  // peers that said bye, and the collective this rank runs
 
   SocketFd wakeFd_;
   std::atomic<bool> sleeping_{false};

@@ -13,7 +13,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -25,6 +24,7 @@
 #include "chorus/error.h"
 #include "support/error.h"
 #include "support/index.h"
+#include "transport/departures.h"
 #include "transport/process_identity.h"
 #include "transport/ucx/ucx_transport.h"
 
@@ -79,11 +79,25 @@ struct SlotSend {
   std::atomic<bool> busy{false};
 };
 
-class UcxSendFifo final : public Fifo {
+// What both ends of a ucx FIFO have: the connection they belong to and a ring of `slots` local
+// slots of `slotBytes`. Each end implements its own side of Fifo; the other side's calls are
+// internal errors.
+class UcxSlotRing : public Fifo {
  public:
-  UcxSendFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options);
-  std::uint8_t* trySendSlot() override;
-  void commitSend(std::size_t bytes, std::uint64_t tag) override;
+  UcxSlotRing(UcxConnections& owner, int peer, int channel, const FifoOptions& options)
+      : owner_(owner),
+        peer_(peer),
+        channel_(channel),
+        slots_(static_cast<std::uint64_t>(options.slots)),
+        slotBytes_(options.slotBytes),
+        buffer_(static_cast<std::size_t>(options.slots) * options.slotBytes) {}
+  std::uint8_t* trySendSlot() override {
+    CHORUS_INTERNAL_ASSERT(false, "trySendSlot on a ucx receive FIFO");
+    return nullptr;
+  }
+  void commitSend(std::size_t, std::uint64_t) override {
+    CHORUS_INTERNAL_ASSERT(false, "commitSend on a ucx receive FIFO");
+  }
   bool tryRecvSlot(RecvSlot*) override {
     CHORUS_INTERNAL_ASSERT(false, "tryRecvSlot on a ucx send FIFO");
     return false;
@@ -91,6 +105,25 @@ class UcxSendFifo final : public Fifo {
   void releaseRecv() override { CHORUS_INTERNAL_ASSERT(false, "releaseRecv on a ucx send FIFO"); }
   std::size_t slotBytes() const override { return slotBytes_; }
   int slotCount() const override { return static_cast<int>(slots_); }
+  int peer() const { return peer_; }
+  int channel() const { return channel_; }
+
+ protected:
+  std::uint8_t* slotAt(std::uint64_t seq) { return buffer_.data() + (seq % slots_) * slotBytes_; }
+
+  UcxConnections& owner_;
+  const int peer_;
+  const int channel_;
+  const std::uint64_t slots_;
+  const std::size_t slotBytes_;
+  std::vector<std::uint8_t> buffer_;
+};
+
+class UcxSendFifo final : public UcxSlotRing {
+ public:
+  UcxSendFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options);
+  std::uint8_t* trySendSlot() override;
+  void commitSend(std::size_t bytes, std::uint64_t tag) override;
   void addCredits(std::uint64_t count) { credited_.fetch_add(count, std::memory_order_release); }
   bool busy() const {
     for (std::uint64_t s = 0; s < slots_; ++s)
@@ -102,32 +135,17 @@ class UcxSendFifo final : public Fifo {
   }
 
  private:
-  UcxConnections& owner_;
-  int peer_;
-  int channel_;
-  std::uint64_t slots_;
-  std::size_t slotBytes_;
-  std::vector<std::uint8_t> buffer_;
   std::vector<DataHeader> headers_;
   std::unique_ptr<SlotSend[]> sends_;
   std::atomic<std::uint64_t> next_{0};  // messages committed
   std::atomic<std::uint64_t> credited_{0};
 };
 
-class UcxRecvFifo final : public Fifo {
+class UcxRecvFifo final : public UcxSlotRing {
  public:
   UcxRecvFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options);
-  std::uint8_t* trySendSlot() override {
-    CHORUS_INTERNAL_ASSERT(false, "trySendSlot on a ucx receive FIFO");
-    return nullptr;
-  }
-  void commitSend(std::size_t, std::uint64_t) override {
-    CHORUS_INTERNAL_ASSERT(false, "commitSend on a ucx receive FIFO");
-  }
   bool tryRecvSlot(RecvSlot* slot) override;
   void releaseRecv() override;
-  std::size_t slotBytes() const override { return slotBytes_; }
-  int slotCount() const override { return static_cast<int>(slots_); }
 
   // Under the worker lock (a UCP callback): where message `seq` lands: "" and its slot, or what
   // is wrong (a message the sender had no credit for, one seen before, one too large).
@@ -135,16 +153,8 @@ class UcxRecvFifo final : public Fifo {
   void landed(std::uint64_t seq) { ready_[seq % slots_].store(seq + 1, std::memory_order_release); }
   // Credits released since the last credit message (taken by the caller, which sends them).
   std::uint64_t takeCredits() { return pendingCredits_.exchange(0, std::memory_order_acq_rel); }
-  int peer() const { return peer_; }
-  int channel() const { return channel_; }
 
  private:
-  UcxConnections& owner_;
-  int peer_;
-  int channel_;
-  std::uint64_t slots_;
-  std::size_t slotBytes_;
-  std::vector<std::uint8_t> buffer_;
   std::vector<std::pair<std::size_t, std::uint64_t>> meta_;  // bytes, tag per slot
   std::vector<std::uint64_t> claimed_;                       // seq + 1 once placed (worker lock)
   std::unique_ptr<std::atomic<std::uint64_t>[]> ready_;      // seq + 1 once landed
@@ -169,7 +179,7 @@ class UcxConnections final : public ConnectionSet {
         epArgs_(ix(nranks)),
         peerCalls_(ix(nranks)),
         peerNumbers_(ix(nranks), 0),
-        departedAfter_(ix(nranks)) {}
+        departures_(rank, nranks) {}
 
   ~UcxConnections() override { leave(); }
 
@@ -270,10 +280,7 @@ class UcxConnections final : public ConnectionSet {
   }
 
   void publishCall(std::string_view description) override {
-    {
-      std::lock_guard lock(failureMutex_);
-      collectiveRunning_ = false;
-    }
+    departures_.otherCallStarts();
     currentCall_.store(0, std::memory_order_relaxed);
     shapeKey_ = 0;
     sendCall(0, std::string(description.substr(0, 200)));
@@ -284,9 +291,6 @@ class UcxConnections final : public ConnectionSet {
   void publishNumberedCall(std::uint64_t shapeKey, std::string_view name, std::uint64_t number,
                            std::string_view details) override {
     currentCall_.store(number + 1, std::memory_order_relaxed);
-    collectivesStarted_.store(
-        std::max(collectivesStarted_.load(std::memory_order_relaxed), number + 1),
-        std::memory_order_relaxed);
     if (shapeKey == 0 || shapeKey != shapeKey_) {
       shapeKey_ = shapeKey;
       std::string text(name.substr(0, 100));
@@ -294,14 +298,7 @@ class UcxConnections final : public ConnectionSet {
       text.append(details.substr(0, 100));
       sendCall(number + 1, std::move(text));
     }
-    std::string reason;
-    {
-      std::lock_guard lock(failureMutex_);
-      collectiveRunning_ = true;
-      collectiveNumber_ = number;
-      reason = departedBeforeCurrentLocked();
-    }
-    if (!reason.empty()) fail(reason);
+    if (std::string reason = departures_.collectiveStarts(number); !reason.empty()) fail(reason);
   }
 
   std::string peerCall(int peer) const override {
@@ -317,11 +314,7 @@ class UcxConnections final : public ConnectionSet {
                                           number - 1, std::string_view(text).substr(split + 1)));
   }
 
-  bool peerDeparted(int peer) const override {
-    if (peer < 0 || peer >= nranks_) return false;
-    std::lock_guard lock(failureMutex_);
-    return departedAfter_[ix(peer)].has_value();
-  }
+  bool peerDeparted(int peer) const override { return departures_.departed(peer); }
 
   int progressThreads() const override { return 1; }
 
@@ -421,24 +414,11 @@ class UcxConnections final : public ConnectionSet {
   }
 
   void lost(int peer, ucs_status_t status) {
-    {
-      std::lock_guard lock(failureMutex_);
-      if (departedAfter_[ix(peer)]) return;  // it left cleanly: its endpoint closing is no loss
-    }
+    if (departures_.departed(peer)) return;  // it left cleanly: its endpoint closing is no loss
     fail(
         fmt::format("ucx transport: rank {} lost rank {}: {}; it exited, crashed or its network "
                     "failed: see that rank's own error",
                     rank_, peer, ucs_status_string(status)));
-  }
-
-  std::string departedBeforeCurrentLocked() const {
-    if (!collectiveRunning_) return {};
-    for (int peer = 0; peer < nranks_; ++peer) {
-      const auto& started = departedAfter_[ix(peer)];
-      if (started && *started <= collectiveNumber_)
-        return departedPeerReason(peer, *started, rank_, collectiveNumber_);
-    }
-    return {};
   }
 
   void sendCall(std::uint64_t number, std::string text) {
@@ -538,8 +518,7 @@ class UcxConnections final : public ConnectionSet {
       try {
         for (int peer = 0; peer < nranks_; ++peer)
           if (peer != rank_ && eps_[ix(peer)] != nullptr)
-            sendControlLocked(peer, Control::bye,
-                              collectivesStarted_.load(std::memory_order_relaxed), {});
+            sendControlLocked(peer, Control::bye, departures_.collectivesStarted(), {});
       } catch (...) {  // leaving never throws; peers then see the endpoint close
       }
       std::vector<ucs_status_ptr_t> closing;
@@ -548,12 +527,7 @@ class UcxConnections final : public ConnectionSet {
         ucp_request_param_t param{};
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         // Flush first, unless the peer has left (nobody would answer the flush).
-        const auto peer = static_cast<std::size_t>(&ep - eps_.data());
-        bool departed = false;
-        {
-          std::lock_guard failures(failureMutex_);
-          departed = departedAfter_[peer].has_value();
-        }
+        const bool departed = departures_.departed(static_cast<int>(&ep - eps_.data()));
         param.flags = departed || failed_.load() ? UCP_EP_CLOSE_FLAG_FORCE : 0;
         const ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
         if (request != nullptr && !UCS_PTR_IS_ERR(request)) closing.push_back(request);
@@ -727,16 +701,11 @@ class UcxConnections final : public ConnectionSet {
       case Control::abort:
         self->fail(text);
         break;
-      case Control::bye: {
-        std::string reason;
-        {
-          std::lock_guard lock(self->failureMutex_);
-          if (!self->departedAfter_[h.from]) self->departedAfter_[h.from] = h.value;
-          reason = self->departedBeforeCurrentLocked();
-        }
-        if (!reason.empty()) self->fail(reason);
+      case Control::bye:
+        if (std::string reason = self->departures_.peerLeft(static_cast<int>(h.from), h.value);
+            !reason.empty())
+          self->fail(reason);
         break;
-      }
       default:
         return self->protocolError(
             fmt::format("a control message of unknown kind {}", static_cast<unsigned>(h.kind)));
@@ -789,12 +758,9 @@ class UcxConnections final : public ConnectionSet {
   mutable std::mutex failureMutex_;
   std::atomic<bool> failed_{false};
   std::string failure_;
-  std::vector<std::string> peerCalls_;                       // failureMutex_
-  std::vector<std::uint64_t> peerNumbers_;                   // failureMutex_: their collective + 1
-  std::vector<std::optional<std::uint64_t>> departedAfter_;  // failureMutex_
-  std::uint64_t collectiveNumber_ = 0;                       // failureMutex_
-  bool collectiveRunning_ = false;                           // failureMutex_
-  std::atomic<std::uint64_t> collectivesStarted_{0};
+  std::vector<std::string> peerCalls_;      // failureMutex_
+  std::vector<std::uint64_t> peerNumbers_;  // failureMutex_: their collective + 1
+  Departures departures_;  // peers that said bye, and the collective this rank runs
   std::atomic<std::uint64_t> currentCall_{0};
   std::uint64_t shapeKey_ = 0;  // the calling thread's
 
@@ -807,12 +773,7 @@ class UcxConnections final : public ConnectionSet {
 };
 
 UcxSendFifo::UcxSendFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options)
-    : owner_(owner),
-      peer_(peer),
-      channel_(channel),
-      slots_(static_cast<std::uint64_t>(options.slots)),
-      slotBytes_(options.slotBytes),
-      buffer_(static_cast<std::size_t>(options.slots) * options.slotBytes),
+    : UcxSlotRing(owner, peer, channel, options),
       headers_(static_cast<std::size_t>(options.slots)),
       sends_(std::make_unique<SlotSend[]>(static_cast<std::size_t>(options.slots))) {
   for (std::uint64_t s = 0; s < slots_; ++s) {
@@ -831,7 +792,7 @@ std::uint8_t* UcxSendFifo::trySendSlot() {
         sends_[s].busy.load(std::memory_order_acquire))
       return nullptr;
   }
-  return buffer_.data() + s * slotBytes_;
+  return slotAt(s);
 }
 
 void UcxSendFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
@@ -841,16 +802,11 @@ void UcxSendFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
   headers_[s] = {static_cast<std::uint32_t>(owner_.rank()), static_cast<std::uint32_t>(channel_),
                  tag, owner_.currentCall_.load(std::memory_order_relaxed), next};
   next_.store(next + 1, std::memory_order_release);
-  owner_.sendData(peer_, &headers_[s], buffer_.data() + s * slotBytes_, bytes, &sends_[s]);
+  owner_.sendData(peer_, &headers_[s], slotAt(s), bytes, &sends_[s]);
 }
 
 UcxRecvFifo::UcxRecvFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options)
-    : owner_(owner),
-      peer_(peer),
-      channel_(channel),
-      slots_(static_cast<std::uint64_t>(options.slots)),
-      slotBytes_(options.slotBytes),
-      buffer_(static_cast<std::size_t>(options.slots) * options.slotBytes),
+    : UcxSlotRing(owner, peer, channel, options),
       meta_(static_cast<std::size_t>(options.slots)),
       claimed_(static_cast<std::size_t>(options.slots), 0),
       ready_(
@@ -873,7 +829,7 @@ std::string UcxRecvFifo::land(std::uint64_t seq, std::size_t bytes, std::uint64_
         seq, peer_, channel_, consumed, consumed + slots_ - 1);
   claimed_[s] = seq + 1;
   meta_[s] = {bytes, tag};
-  *at = buffer_.data() + s * slotBytes_;
+  *at = slotAt(s);
   return {};
 }
 
@@ -884,7 +840,7 @@ bool UcxRecvFifo::tryRecvSlot(RecvSlot* slot) {
     owner_.poke();
     if (ready_[s].load(std::memory_order_acquire) != seq + 1) return false;
   }
-  slot->data = buffer_.data() + s * slotBytes_;
+  slot->data = slotAt(s);
   slot->bytes = meta_[s].first;
   slot->tag = meta_[s].second;
   slot->remote = false;
