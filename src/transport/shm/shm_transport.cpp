@@ -4,6 +4,7 @@
 #include <atomic>
 #include <charconv>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -173,9 +174,15 @@ class ShmConnections final : public ConnectionSet {
       std::string reason = group_->abortReason();
       if (!reason.empty()) return reason;
     }
+    // Several threads of a rank may poll (the one-sided engine's threadblocks, executor
+    // threads): one at a time runs the slower checks, at most once per interval.
     const auto now = Clock::now();
-    if (now < nextLivenessCheck_) return {};
-    nextLivenessCheck_ = now + kLivenessInterval;
+    if (now.time_since_epoch().count() < nextLivenessCheck_.load(std::memory_order_relaxed))
+      return {};
+    std::unique_lock checking(livenessMutex_, std::try_to_lock);
+    if (!checking.owns_lock()) return {};
+    nextLivenessCheck_.store((now + kLivenessInterval).time_since_epoch().count(),
+                             std::memory_order_relaxed);
     if (std::string reason = checkDeparted(); !reason.empty()) return reason;
     return checkPeers();
   }
@@ -400,7 +407,8 @@ class ShmConnections final : public ConnectionSet {
   std::vector<bool> samePidNamespace_;  // by rank
   // [peer][channel]; empty until first use.
   std::vector<std::vector<std::unique_ptr<ShmFifo>>> sendFifos_, recvFifos_;
-  mutable Clock::time_point nextLivenessCheck_{};
+  mutable std::atomic<Clock::rep> nextLivenessCheck_{0};
+  mutable std::mutex livenessMutex_;  // held by the thread running the liveness checks
   // The collective this rank runs (publishNumberedCall()), for checkDeparted(); set by the
   // calling thread, read by whichever thread polls abortReason().
   std::atomic<bool> collectiveRunning_ = false;
