@@ -146,6 +146,8 @@ ResolvedConfig resolveConfig(const CommConfig& config, InitKind kind) {
   resolved.socketIfname = envString("CHORUS_SOCKET_IFNAME").value_or("");
   resolved.socketsPerPeer = static_cast<int>(
       envInt("CHORUS_SOCKETS_PER_PEER", 1, transport::kMaxSocketsPerPeer).value_or(1));
+  if (const auto remote = envString("CHORUS_REMOTE_TRANSPORT"))
+    resolved.remoteTransport = transport::parseRemoteTransport(*remote, "CHORUS_REMOTE_TRANSPORT");
   return resolved;
 }
 

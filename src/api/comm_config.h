@@ -35,6 +35,8 @@ struct ResolvedConfig {
   std::string authToken;     // CHORUS_AUTH_TOKEN: tcp peers must present it
   std::string socketIfname;  // CHORUS_SOCKET_IFNAME: the tcp transport's interface filter
   int socketsPerPeer = 1;    // CHORUS_SOCKETS_PER_PEER: tcp connections per pair of ranks
+  // CHORUS_REMOTE_TRANSPORT: how the auto transport reaches other hosts (auto, tcp or ucx).
+  transport::RemoteTransport remoteTransport = transport::RemoteTransport::automatic;
   // The runtime::Executor each rank runs its calls on (runtime/executor.h): CommConfig.executor,
   // else CHORUS_EXECUTOR, else "cpu".
   std::string executor{runtime::kDefaultExecutor};

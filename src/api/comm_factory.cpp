@@ -30,6 +30,7 @@ transport::TransportOptions transportOptions(const std::string& groupName,
   options.authToken = config.authToken;
   options.interfaceFilter = config.socketIfname;
   options.socketsPerPeer = config.socketsPerPeer;
+  options.remoteTransport = config.remoteTransport;
   return options;
 }
 

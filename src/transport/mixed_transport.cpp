@@ -5,8 +5,10 @@
 #include <algorithm>
 
 #include "support/index.h"
+#include "support/log.h"
 #include "transport/process_identity.h"
 #include "transport/tcp/tcp_bootstrap.h"
+#include "transport/ucx/ucx_devices.h"
 
 namespace chorus::transport {
 namespace {
@@ -19,6 +21,7 @@ class MixedConnections final : public ConnectionSet {
                    std::unique_ptr<ConnectionSet> local, std::unique_ptr<ConnectionSet> remote)
       : rank_(rank),
         nranks_(nranks),
+        hostSize_(static_cast<int>(hostRanks.size())),
         localIndex_(ix(nranks), -1),
         hostOfRank_(std::move(hostOfRank)),
         local_(std::move(local)),
@@ -64,9 +67,7 @@ class MixedConnections final : public ConnectionSet {
     return local >= 0 ? local_->peerDeparted(local) : remote_->peerDeparted(peer);
   }
   std::vector<int> hostOfRank() const override { return hostOfRank_; }
-  int ranksOnThisHost() const override {
-    return local_ ? local_->nranks() : remote_->ranksOnThisHost();
-  }
+  int ranksOnThisHost() const override { return hostSize_; }
   int progressThreads() const override {
     return (local_ ? local_->progressThreads() : 0) + remote_->progressThreads();
   }
@@ -76,7 +77,7 @@ class MixedConnections final : public ConnectionSet {
   }
 
  private:
-  // The peer's rank on this host's shm group, or -1 when it is reached over tcp.
+  // The peer's rank on this host's shm group, or -1 when it is reached over tcp or ucx.
   int localOf(int peer) const {
     if (peer < 0 || peer >= nranks_ || !local_) return -1;
     return localIndex_[ix(peer)];
@@ -84,11 +85,32 @@ class MixedConnections final : public ConnectionSet {
 
   int rank_;
   int nranks_;
+  int hostSize_;  // ranks on this host, this one included
   std::vector<int> localIndex_;
   std::vector<int> hostOfRank_;
   std::unique_ptr<ConnectionSet> local_;  // null when this rank is alone on its host
   std::unique_ptr<ConnectionSet> remote_;
 };
+
+// Every rank's wish for reaching other hosts, through the store: one choice for all.
+RemoteDecision agreeOnRemote(Store& store, int rank, int nranks, const MixedOptions& options,
+                             std::chrono::steady_clock::time_point deadline) {
+  RemoteWish mine{options.remote, {}};
+  if (mine.asked == RemoteTransport::automatic)
+    for (const UcxDevice& device : ucxRdmaDevicesHere())
+      mine.rdmaDevices += (mine.rdmaDevices.empty() ? "" : ",") + device.name();
+  const std::string& prefix = options.shm.namePrefix;
+  store.set(fmt::format("mixed/{}/remote/{}", prefix, rank), toBytes(encodeRemoteWish(mine)));
+  std::vector<RemoteWish> wishes;
+  for (int r = 0; r < nranks; ++r) {
+    const auto left = std::max(std::chrono::milliseconds(0),
+                               std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   deadline - std::chrono::steady_clock::now()));
+    wishes.push_back(decodeRemoteWish(
+        toString(store.get(fmt::format("mixed/{}/remote/{}", prefix, r), left)), r));
+  }
+  return decideRemote(wishes);
+}
 
 }  // namespace
 
@@ -126,17 +148,34 @@ std::unique_ptr<ConnectionSet> connectMixed(Store& store, int rank, int nranks,
   const int hostSize = static_cast<int>(hostRanks.size());
   if (hostSize == nranks) return connectShm(store, rank, nranks, options.shm);
 
-  TcpOptions tcp = options.tcp;
-  tcp.groupId = prefix;
-  tcp.timeout = options.shm.timeout;
-  tcp.fifo = options.shm.fifo;
-  tcp.peers.assign(ix(nranks), true);
+  const RemoteDecision remote = agreeOnRemote(store, rank, nranks, options, deadline);
+  if (logEnabled(LogLevel::info))
+    logLine(LogLevel::info,
+            fmt::format("rank {}: auto transport: shm within this host ({} ranks), {} to the {} "
+                        "ranks on other hosts ({})",
+                        rank, hostSize, remote.ucx ? "ucx" : "tcp", nranks - hostSize, remote.why));
+  std::vector<bool> remotePeers(ix(nranks), true);
   for (int r : hostRanks)
-    tcp.peers[ix(r)] = false;
-  if (hostSize == 1)  // alone on this host: tcp only, but the hosts are still known
+    remotePeers[ix(r)] = false;
+  const auto connectRemote = [&] {
+    if (remote.ucx) {
+      UcxOptions ucx = options.ucx;
+      ucx.groupId = prefix;
+      ucx.timeout = options.shm.timeout;
+      ucx.fifo = options.shm.fifo;
+      ucx.peers = remotePeers;
+      return connectUcx(store, rank, nranks, ucx);
+    }
+    TcpOptions tcp = options.tcp;
+    tcp.groupId = prefix;
+    tcp.timeout = options.shm.timeout;
+    tcp.fifo = options.shm.fifo;
+    tcp.peers = remotePeers;
+    return connectTcp(store, rank, nranks, tcp);
+  };
+  if (hostSize == 1)  // alone on this host: remote only, but the hosts are still known
     return std::make_unique<MixedConnections>(rank, nranks, std::move(hostRanks),
-                                              std::move(hostOfRank), nullptr,
-                                              connectTcp(store, rank, nranks, tcp));
+                                              std::move(hostOfRank), nullptr, connectRemote());
 
   // This host's ranks form their own shm group: its own store keys and /dev/shm names.
   const std::uint64_t hostHash = groupTag(here);
@@ -148,10 +187,8 @@ std::unique_ptr<ConnectionSet> connectMixed(Store& store, int rank, int nranks,
   const int localRank =
       static_cast<int>(std::find(hostRanks.begin(), hostRanks.end(), rank) - hostRanks.begin());
   auto local = connectShm(hostStore, localRank, hostSize, shm);
-  auto remote = connectTcp(store, rank, nranks, tcp);
-  return std::make_unique<MixedConnections>(rank, nranks, std::move(hostRanks),
-                                            std::move(hostOfRank), std::move(local),
-                                            std::move(remote));
+  return std::make_unique<MixedConnections>(
+      rank, nranks, std::move(hostRanks), std::move(hostOfRank), std::move(local), connectRemote());
 }
 
 }  // namespace chorus::transport

@@ -23,6 +23,14 @@ ShmOptions shmOptionsOf(const TransportOptions& options) {
   return shm;
 }
 
+UcxOptions ucxOptionsOf(const TransportOptions& options) {
+  UcxOptions ucx;
+  ucx.fifo = options.fifo;
+  ucx.groupId = options.groupName;
+  ucx.timeout = options.timeout;
+  return ucx;
+}
+
 TcpOptions tcpOptionsOf(const TransportOptions& options) {
   TcpOptions tcp;
   tcp.fifo = options.fifo;
@@ -74,14 +82,17 @@ std::deque<TransportEntry> builtinTransports() {
        }});
   entries.push_back(
       {.name = "auto",
-       .description = "shm or tcp per peer (shm within a host, tcp across hosts)",
+       .description = "shm or tcp per peer (shm within a host, tcp across hosts; ucx across "
+                      "hosts where every rank's UCX finds an RDMA device)",
        .supports = {.reach = TransportReach::anyHosts,
                     .registeredSingleCopy = true,
                     .choosesPerPeer = true},
        .tuning = {"shm", "tcp"},
        .makeGroup = nullptr,
        .connectRank = [](Store& store, int rank, int nranks, const TransportOptions& options) {
-         return connectMixed(store, rank, nranks, {shmOptionsOf(options), tcpOptionsOf(options)});
+         return connectMixed(store, rank, nranks,
+                             {shmOptionsOf(options), tcpOptionsOf(options), ucxOptionsOf(options),
+                              options.remoteTransport});
        }});
   entries.push_back(
       {.name = "ucx",
@@ -90,9 +101,7 @@ std::deque<TransportEntry> builtinTransports() {
        .tuning = {"tcp", "tcp"},
        .makeGroup = nullptr,
        .connectRank = [](Store& store, int rank, int nranks, const TransportOptions& options) {
-         return connectUcx(
-             store, rank, nranks,
-             {.fifo = options.fifo, .groupId = options.groupName, .timeout = options.timeout});
+         return connectUcx(store, rank, nranks, ucxOptionsOf(options));
        }});
   return entries;
 }

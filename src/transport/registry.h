@@ -14,6 +14,7 @@
 
 #include "transport/connections.h"
 #include "transport/fifo.h"
+#include "transport/remote_choice.h"
 #include "transport/store.h"
 
 namespace chorus::transport {
@@ -56,6 +57,8 @@ struct TransportOptions {
   std::string authToken;        // a secret every tcp peer presents (CHORUS_AUTH_TOKEN); "": none
   std::string interfaceFilter;  // tcp interfaces (CHORUS_SOCKET_IFNAME); "": the default choice
   int socketsPerPeer = 1;       // tcp connections per pair of ranks (CHORUS_SOCKETS_PER_PEER)
+  // How the auto transport reaches other hosts (CHORUS_REMOTE_TRANSPORT).
+  RemoteTransport remoteTransport = RemoteTransport::automatic;
 };
 
 // Makes all `nranks` ranks of a group at once, as threads of this process: element r is rank

@@ -4,6 +4,7 @@
 // communicator factory).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <atomic>
 #include <memory>
@@ -73,6 +74,19 @@ TEST(CommSeams, DefaultsComeFromTheRegistries) {
   shm.transport = "shm";
   EXPECT_EQ(api::resolveConfig(shm, api::InitKind::allInProcess).transport,
             transport::findTransport("shm"));
+}
+
+TEST(CommSeams, RemoteTransportComesFromTheEnvironment) {
+  EXPECT_EQ(api::resolveConfig({}, api::InitKind::perProcess).remoteTransport,
+            transport::RemoteTransport::automatic);
+  ::setenv("CHORUS_REMOTE_TRANSPORT", "ucx", 1);
+  EXPECT_EQ(api::resolveConfig({}, api::InitKind::perProcess).remoteTransport,
+            transport::RemoteTransport::ucx);
+  ::setenv("CHORUS_REMOTE_TRANSPORT", "verbs", 1);
+  EXPECT_THAT([] { api::resolveConfig({}, api::InitKind::perProcess); },
+              ::testing::ThrowsMessage<OptionError>(
+                  HasSubstr("CHORUS_REMOTE_TRANSPORT='verbs' is not a way to reach other hosts")));
+  ::unsetenv("CHORUS_REMOTE_TRANSPORT");
 }
 
 TEST(CommSeams, TransportMessagesListWhatTheRegistryAllows) {

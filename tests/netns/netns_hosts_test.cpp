@@ -2,10 +2,10 @@
 // (scripts/netns_hosts.sh), two ranks per host started with torchrun's variables (rank 0
 // serves the store on its host's address), by `chorus launch --hosts` and by Open MPI's mpirun
 // (both through scripts/netns_rsh.sh). Inside a host the ranks use shm, across hosts tcp (the
-// default "auto" transport). Checks the exact results of every collective's default
-// algorithm, of the hierarchical AllReduce and of the two-step AllToAll with nodes = hosts, and
-// that a rank killed mid-run or never started gives every other rank a clear error. Skipped
-// with a message where namespaces cannot be made (not root, or a container without
+// default "auto" transport) or ucx (CHORUS_REMOTE_TRANSPORT=ucx). Checks the exact results of every
+// collective's default algorithm, of the hierarchical AllReduce and of the two-step AllToAll with
+// nodes = hosts, and that a rank killed mid-run or never started gives every other rank a clear
+// error. Skipped with a message where namespaces cannot be made (not root, or a container without
 // CAP_SYS_ADMIN).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -106,9 +106,9 @@ class NetnsHostsTest : public ::testing::Test {
                        arguments);
   }
 
-  void expectExact(const std::string& arguments) {
+  void expectExact(const std::string& arguments, const std::string& environment = "") {
     SCOPED_TRACE(arguments);
-    const std::vector<RankRun> runs = launch(bench(arguments));
+    const std::vector<RankRun> runs = launch(bench(arguments), environment);
     for (int r = 0; r < kRanks; ++r)
       EXPECT_EQ(runs[static_cast<std::size_t>(r)].exitCode, 0)
           << "rank " << r << ":\n"
@@ -261,6 +261,42 @@ TEST_F(NetnsHostsTest, LoopbackAcrossHostsFailsFastOnEveryRank) {
     EXPECT_THAT(runs[static_cast<std::size_t>(r)].output,
                 ::testing::AnyOf(HasSubstr("listens on loopback"),
                                  HasSubstr("the store server (rank 0) exited")));
+  }
+}
+
+// CHORUS_REMOTE_TRANSPORT=ucx: shm inside each host, UCX (over its tcp transport: no RDMA
+// device here) across, every collective exact; CHORUS_DEBUG=INFO says what was picked.
+TEST_F(NetnsHostsTest, UcxAcrossHostsIsExact) {
+  const std::string ucx = "CHORUS_REMOTE_TRANSPORT=ucx UCX_TLS=tcp";
+  for (const char* collective :
+       {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce"})
+    expectExact(collective, ucx);
+  const std::vector<RankRun> runs = launch(bench("allreduce"), ucx + " CHORUS_DEBUG=INFO");
+  for (int r = 0; r < kRanks; ++r)
+    EXPECT_THAT(runs[static_cast<std::size_t>(r)].output,
+                HasSubstr(fmt::format("rank {}: auto transport: shm within this host (2 ranks), "
+                                      "ucx to the 2 ranks on other hosts "
+                                      "(CHORUS_REMOTE_TRANSPORT=ucx)",
+                                      r)));
+  // Left to itself, auto finds no RDMA device here and goes across over tcp.
+  const std::vector<RankRun> plain = launch(bench("allreduce"), "CHORUS_DEBUG=INFO");
+  EXPECT_THAT(plain[0].output, HasSubstr("tcp to the 2 ranks on other hosts (rank 0's UCX finds "
+                                         "no RDMA device)"));
+}
+
+TEST_F(NetnsHostsTest, RankKilledMidRunOverUcxFailsEveryOtherRankNamingIt) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string longRun = fmt::format(
+      "'{}' bench allreduce --launched -b 64K -e 64K --budget 30 --batches 1000", CHORUS_CLI);
+  const std::vector<RankRun> runs =
+      launch(longRun, "CHORUS_REMOTE_TRANSPORT=ucx UCX_TLS=tcp",
+             [&](int r) { return r == 3 ? "timeout -s KILL 2 " + longRun : std::string(); });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(25));
+  EXPECT_EQ(runs[3].exitCode, 137);
+  for (int r = 0; r < 3; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_NE(runs[static_cast<std::size_t>(r)].exitCode, 0);
+    EXPECT_THAT(runs[static_cast<std::size_t>(r)].output, HasSubstr("rank 3"));
   }
 }
 

@@ -53,7 +53,9 @@ TcpOptions smallOptions(const std::string& group) {
   return options;
 }
 
+using testing_support::byReferencePattern;
 using testing_support::spinUntil;
+using testing_support::stridedRegion;
 
 testing_support::Connect tcpConnect(const TcpOptions& options) {
   return [options](Store& store, int rank, int nranks) {
@@ -82,144 +84,20 @@ TEST(TcpTransport, SeveralSocketsPerPeerKeepEveryChannelInOrder) {
   expectOrderedFifos(options, {0, 1, 2, 5, 7});
 }
 
-std::uint8_t byReferencePattern(int round, int message, std::size_t i) {
-  return static_cast<std::uint8_t>(
-      (i * 13 + static_cast<std::size_t>(message) * 7 + static_cast<std::size_t>(round) * 3) % 251);
+TcpOptions singleCopyOptions(const std::string& group) {
+  TcpOptions options = smallOptions(group);
+  options.fifo.slots = 8;
+  options.fifo.slotBytes = 1 << 20;
+  options.fifo.singleCopyBytes = 1;
+  return options;
 }
 
-RemoteRegion stridedRegion(const std::vector<std::uint8_t>& bytes, std::size_t piece,
-                           std::size_t stride) {
-  RemoteRegion region;
-  region.address = reinterpret_cast<std::uintptr_t>(bytes.data());
-  region.pieceBytes = piece;
-  region.stride = stride;
-  region.pieces = static_cast<std::uint32_t>(bytes.size() / stride);
-  return region;
-}
-
-// Messages by reference leave straight from the sender's memory, in strided pieces (more than
-// one sendmsg takes), and settle once the socket took them: then the sender overwrites the
-// regions, and the receiver still gets the original bytes. Several rounds, so credits and
-// tickets wrap around the slots.
 TEST(TcpTransport, MessagesByReferenceLeaveFromTheSendersMemory) {
-  TcpOptions options = smallOptions("by-reference");
-  options.fifo.slots = 8;
-  options.fifo.slotBytes = 1 << 20;
-  options.fifo.singleCopyBytes = 1;
-  constexpr int kRounds = 4;
-  constexpr int kMessages = 8;
-  constexpr std::size_t kPiece = 1000, kStride = 1024, kPieces = 1024;
-  std::atomic<int> sent{0}, read{0};
-  onRanks(2, options, [&](int rank, ConnectionSet& c) {
-    if (rank == 0) {
-      Fifo& f = c.sendFifo(1, 0);
-      ASSERT_TRUE(f.acceptsRemote(kPiece * kPieces));
-      ASSERT_FALSE(f.acceptsRemote((1 << 20) + 1)) << "larger than a slot";
-      ASSERT_TRUE(f.remoteSavesACopy());
-      std::vector<std::vector<std::uint8_t>> memory(kMessages,
-                                                    std::vector<std::uint8_t>(kStride * kPieces));
-      for (int round = 0; round < kRounds; ++round) {
-        spinUntil([&] { return read.load() == round; }, "the receiver's round");
-        std::vector<std::uint64_t> tickets;
-        for (int m = 0; m < kMessages; ++m) {
-          auto& bytes = memory[static_cast<std::size_t>(m)];
-          for (std::size_t i = 0; i < bytes.size(); ++i)
-            bytes[i] = byReferencePattern(round, m, i);
-          spinUntil([&] { return f.trySendSlot() != nullptr; }, "a credit");
-          tickets.push_back(f.commitRemote(stridedRegion(bytes, kPiece, kStride),
-                                           700 + static_cast<std::uint64_t>(m)));
-        }
-        for (const std::uint64_t ticket : tickets)
-          spinUntil([&] { return f.remoteSettled(ticket); }, "the socket to take a message");
-        for (auto& bytes : memory)
-          std::fill(bytes.begin(), bytes.end(), std::uint8_t{0xEE});
-        sent.store(round + 1);
-      }
-      spinUntil([&] { return read.load() == kRounds; }, "the last round read");
-    } else {
-      Fifo& f = c.recvFifo(0, 0);
-      for (int round = 0; round < kRounds; ++round) {
-        spinUntil([&] { return sent.load() > round; }, "the sender's round");
-        for (int m = 0; m < kMessages; ++m) {
-          RecvSlot slot;
-          spinUntil([&] { return f.tryRecvSlot(&slot); }, "a message");
-          ASSERT_FALSE(slot.remote) << "tcp delivers every message into a slot";
-          ASSERT_EQ(slot.bytes, kPiece * kPieces);
-          ASSERT_EQ(slot.tag, 700u + static_cast<std::uint64_t>(m));
-          for (std::size_t j = 0; j < slot.bytes; ++j)
-            ASSERT_EQ(slot.data[j], byReferencePattern(round, m, j / kPiece * kStride + j % kPiece))
-                << "round " << round << " message " << m << " byte " << j;
-          f.releaseRecv();
-        }
-        read.store(round + 1);
-      }
-    }
-  });
+  testing_support::expectMessagesByReference(tcpConnect(singleCopyOptions("by-reference")));
 }
 
-// Posted receives: the receiver posts strided regions for the next 6 messages (one ahead of
-// the other) before any is sent, and each payload lands in its region, not in the slot
-// (delivered). A message whose size or tag does not match its post lands in its slot as usual.
 TEST(TcpTransport, PostedReceivesLandInTheReceiversBuffer) {
-  TcpOptions options = smallOptions("post");
-  options.fifo.slots = 8;
-  options.fifo.slotBytes = 1 << 20;
-  options.fifo.singleCopyBytes = 1;
-  constexpr std::size_t kPiece = 1000, kStride = 1024, kPieces = 300;  // 300 KB, many iovecs
-  constexpr int kMessages = 6;
-  std::atomic<bool> posted{false};
-  const auto payloadOf = [&](int m) {
-    // Message 4 is a byte short of its post; message 5 carries another tag.
-    std::vector<std::uint8_t> bytes(kPiece * kPieces - (m == 4 ? 1 : 0));
-    for (std::size_t j = 0; j < bytes.size(); ++j)
-      bytes[j] = byReferencePattern(1, m, j);
-    return bytes;
-  };
-  onRanks(2, options, [&](int rank, ConnectionSet& c) {
-    if (rank == 0) {
-      Fifo& f = c.sendFifo(1, 0);
-      spinUntil([&] { return posted.load(); }, "the receiver's posts");
-      for (int m = 0; m < kMessages; ++m) {
-        const auto bytes = payloadOf(m);
-        std::uint8_t* slot = nullptr;
-        spinUntil([&] { return (slot = f.trySendSlot()) != nullptr; }, "a credit");
-        std::memcpy(slot, bytes.data(), bytes.size());
-        f.commitSend(bytes.size(), m == 5 ? 99 : 500 + static_cast<std::uint64_t>(m));
-      }
-    } else {
-      Fifo& f = c.recvFifo(0, 0);
-      ASSERT_TRUE(f.acceptsPost(kPiece * kPieces));
-      std::vector<std::vector<std::uint8_t>> memory(
-          kMessages, std::vector<std::uint8_t>(kStride * kPieces, 0xEE));
-      for (int m = 0; m < kMessages; ++m)
-        spinUntil(
-            [&] {
-              return f.postRecv(stridedRegion(memory[static_cast<std::size_t>(m)], kPiece, kStride),
-                                500 + static_cast<std::uint64_t>(m), static_cast<std::size_t>(m));
-            },
-            "a post");
-      posted.store(true);
-      for (int m = 0; m < kMessages; ++m) {
-        const auto& mine = memory[static_cast<std::size_t>(m)];
-        RecvSlot slot;
-        spinUntil([&] { return f.tryRecvSlot(&slot); }, "a message");
-        const auto want = payloadOf(m);
-        ASSERT_EQ(slot.bytes, want.size());
-        const bool matches = m < 4;
-        ASSERT_EQ(slot.delivered, matches) << "message " << m;
-        for (std::size_t j = 0; j < want.size(); ++j) {
-          const std::uint8_t got = matches ? mine[j / kPiece * kStride + j % kPiece] : slot.data[j];
-          ASSERT_EQ(got, want[j]) << "message " << m << " byte " << j;
-        }
-        if (!matches) {
-          EXPECT_EQ(mine[0], 0xEE) << "a message that did not match wrote the region";
-        } else {
-          EXPECT_EQ(mine[kPiece], 0xEE) << "wrote between the pieces";
-        }
-        f.releaseRecv();
-      }
-    }
-  });
+  testing_support::expectPostedReceives(tcpConnect(singleCopyOptions("post")));
 }
 
 void expectExactRing(const TcpOptions& tcp, int instances) {

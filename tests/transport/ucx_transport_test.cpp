@@ -2,17 +2,20 @@
 // over its shared-memory ones (UCX_TLS): FIFO order, sizes and tags on several channels with
 // more messages than slots (credits), messages larger than UCX's eager limit (rendezvous), a
 // ring AllReduce with exact results, aborts and published calls reaching the peers, a peer that
-// leaves cleanly (not a failure; a collective it never started fails at once).
+// leaves cleanly (not a failure; a collective it never started fails at once), messages by
+// reference and posted receives, unpost(), and a group that connects only some peers.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "chorus/error.h"
 #include "connected_ranks.h"
 #include "transport/ucx/ucx_transport.h"
 
@@ -21,22 +24,28 @@ namespace chorus::transport::ucx_transport_test {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-// UCX_TLS for one test, restored after it (UCX reads it at ucp_init).
-class UcxTls {
+// A UCX_* variable for one test, restored after it (UCX reads them at ucp_init).
+class UcxVariable {
  public:
-  explicit UcxTls(const char* tls) {
-    if (const char* old = ::getenv("UCX_TLS")) saved_ = old;
-    ::setenv("UCX_TLS", tls, 1);
+  UcxVariable(const char* name, const char* value) : name_(name) {
+    if (const char* old = ::getenv(name)) saved_ = old;
+    ::setenv(name, value, 1);
   }
-  ~UcxTls() {
+  ~UcxVariable() {
     if (saved_.empty())
-      ::unsetenv("UCX_TLS");
+      ::unsetenv(name_);
     else
-      ::setenv("UCX_TLS", saved_.c_str(), 1);
+      ::setenv(name_, saved_.c_str(), 1);
   }
 
  private:
+  const char* name_;
   std::string saved_;
+};
+
+class UcxTls : public UcxVariable {
+ public:
+  explicit UcxTls(const char* tls) : UcxVariable("UCX_TLS", tls) {}
 };
 
 UcxOptions smallOptions(const std::string& group, std::size_t slotBytes = 4096) {
@@ -120,6 +129,107 @@ TEST_P(UcxTransport, APeerThatLeavesFailsOnlyWhatNeedsIt) {
     checked = true;
   });
   EXPECT_TRUE(checked);
+}
+
+UcxOptions singleCopyOptions(const std::string& group) {
+  UcxOptions options = smallOptions(group, 1 << 20);
+  options.fifo.slots = 8;
+  options.fifo.singleCopyBytes = 1;
+  return options;
+}
+
+TEST_P(UcxTransport, MessagesByReferenceLeaveFromTheSendersMemory) {
+  UcxTls tls(GetParam());
+  testing_support::expectMessagesByReference(ucxConnect(singleCopyOptions("by-reference")));
+}
+
+TEST_P(UcxTransport, PostedReceivesLandInTheReceiversBuffer) {
+  UcxTls tls(GetParam());
+  testing_support::expectPostedReceives(ucxConnect(singleCopyOptions("post")));
+}
+
+// Where UCX may use rendezvous (an RDMA device, or UCX_RNDV_THRESH set; here: forced for every
+// message), the sender's pieces and the receiver's posted pieces go to UCP as iov datatypes.
+TEST_P(UcxTransport, MessagesByReferenceByRendezvous) {
+  UcxTls tls(GetParam());
+  UcxVariable rendezvous("UCX_RNDV_THRESH", "0");
+  testing_support::expectMessagesByReference(ucxConnect(singleCopyOptions("by-reference-rndv")));
+}
+
+TEST_P(UcxTransport, PostedReceivesByRendezvous) {
+  UcxTls tls(GetParam());
+  UcxVariable rendezvous("UCX_RNDV_THRESH", "0");
+  testing_support::expectPostedReceives(ucxConnect(singleCopyOptions("post-rndv")));
+}
+
+// A message that landed in its posted region but was not received yet moves to its slot on
+// unpost(), and the region is not written again.
+TEST_P(UcxTransport, UnpostMovesAMessageDeliveredToItsRegionIntoTheSlot) {
+  UcxTls tls(GetParam());
+  constexpr std::size_t kBytes = 300'000;
+  std::atomic<int> stage{0};
+  onRanks(2, singleCopyOptions("unpost"), [&](int rank, ConnectionSet& c) {
+    if (rank == 0) {
+      Fifo& f = c.sendFifo(1, 0);
+      spinUntil([&] { return stage.load() == 1; }, "the receiver's post");
+      std::uint8_t* slot = nullptr;
+      spinUntil([&] { return (slot = f.trySendSlot()) != nullptr; }, "a credit");
+      for (std::size_t j = 0; j < kBytes; ++j)
+        slot[j] = testing_support::byReferencePattern(3, 0, j);
+      f.commitSend(kBytes, 77);
+      spinUntil([&] { return stage.load() == 2; }, "the receiver");
+      return;
+    }
+    Fifo& f = c.recvFifo(0, 0);
+    std::vector<std::uint8_t> region(kBytes, 0xEE);
+    ASSERT_TRUE(f.postRecv(testing_support::stridedRegion(region, kBytes, kBytes), 77, 0));
+    stage.store(1);
+    spinUntil([&] { return region[kBytes - 1] != 0xEE; }, "the message in its region");
+    f.unpost();
+    std::fill(region.begin(), region.end(), std::uint8_t{0xEE});
+    RecvSlot slot;
+    spinUntil([&] { return f.tryRecvSlot(&slot); }, "the message");
+    ASSERT_FALSE(slot.delivered) << "unpost() moves it to its slot";
+    ASSERT_EQ(slot.bytes, kBytes);
+    for (std::size_t j = 0; j < kBytes; ++j)
+      ASSERT_EQ(slot.data[j], testing_support::byReferencePattern(3, 0, j)) << "byte " << j;
+    EXPECT_EQ(region[0], 0xEE);
+    f.releaseRecv();
+    stage.store(2);
+  });
+}
+
+// The auto transport's ucx part connects only the peers it is given.
+TEST_P(UcxTransport, OnlyTheGivenPeersAreConnected) {
+  UcxTls tls(GetParam());
+  const testing_support::Connect connect = [](Store& store, int rank, int nranks) {
+    UcxOptions options = smallOptions("peers");
+    options.peers = {false, false, false};  // ranks 0 and 2 reach each other; rank 1 no one
+    if (rank != 1) options.peers[static_cast<std::size_t>(2 - rank)] = true;
+    return connectUcx(store, rank, nranks, options);
+  };
+  std::atomic<int> done{0};
+  testing_support::onConnectedRanks(3, connect, [&](int rank, ConnectionSet& c) {
+    if (rank == 1) {
+      EXPECT_THROW(c.sendFifo(0, 0), CommError);
+      return;
+    }
+    const int peer = 2 - rank;
+    EXPECT_THROW(c.sendFifo(1, 0), CommError);
+    if (rank == 0) {
+      std::uint8_t* slot = nullptr;
+      spinUntil([&] { return (slot = c.sendFifo(peer, 0).trySendSlot()) != nullptr; }, "a slot");
+      slot[0] = 42;
+      c.sendFifo(peer, 0).commitSend(1, 9);
+    } else {
+      RecvSlot slot;
+      spinUntil([&] { return c.recvFifo(peer, 0).tryRecvSlot(&slot); }, "the message");
+      EXPECT_EQ(slot.data[0], 42);
+      c.recvFifo(peer, 0).releaseRecv();
+    }
+    done.fetch_add(1);
+    spinUntil([&] { return done.load() == 2; }, "both ranks");
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Tls, UcxTransport, ::testing::Values("tcp", "sm,self"),

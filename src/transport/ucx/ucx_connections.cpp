@@ -22,10 +22,12 @@
 #include <fmt/format.h>
 
 #include "chorus/error.h"
+#include "support/env.h"
 #include "support/error.h"
 #include "support/index.h"
 #include "transport/departures.h"
 #include "transport/process_identity.h"
+#include "transport/ucx/ucx_devices.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace chorus::transport {
@@ -44,6 +46,9 @@ struct DataHeader {
   // The message's index on its FIFO: UCP does not promise to deliver active messages in order,
   // so the receiver places each by its index, not by when it came.
   std::uint64_t seq = 0;
+  // Credits for the FIFO the other way on this channel (receiver -> sender): returned with
+  // data where a pair exchanges messages both ways, instead of in a message of their own.
+  std::uint64_t credits = 0;
 };
 struct CreditHeader {
   std::uint32_t from = 0;
@@ -61,8 +66,14 @@ struct ControlHeader {
 constexpr std::size_t kMaxControlText = 4096;
 constexpr auto kLeaveLimit = std::chrono::seconds(5);
 constexpr auto kIdleWait = std::chrono::milliseconds(100);
+// While the interpreter has polled within this long it drives the worker itself, and the
+// progress thread does not wait on the worker's events (tcp_connections.cpp does the same).
+constexpr std::chrono::steady_clock::duration kUcxHandOffAfter = std::chrono::milliseconds(2);
+// How long unpost() waits for a rendezvous fetch into a posted region (it cannot be cancelled).
+constexpr auto kUnpostLimit = std::chrono::seconds(5);
 
 class UcxConnections;
+class UcxRecvFifo;
 
 // A message whose header (and payload) must outlive its send: freed by its completion.
 struct OwnedSend {
@@ -72,12 +83,29 @@ struct OwnedSend {
   std::string payload;
 };
 
-// One slot's send state: busy from its commit until UCP completes the send.
+// One slot's send state: busy from its commit until UCP completes the send. A message's ticket is
+// its 1-based index on the FIFO; `done` is the last ticket of this slot UCP completed.
 struct SlotSend {
   UcxConnections* owner = nullptr;
   int peer = 0;
+  std::uint64_t ticket = 0;  // worker lock
   std::atomic<bool> busy{false};
+  std::atomic<std::uint64_t> done{0};
+  std::vector<ucp_dt_iov_t> iov;  // a message by reference in several pieces, until sent
 };
+
+// The pieces of `region` as UCP's iov datatype (UCX reads or writes them in order).
+void regionIov(const RemoteRegion& region, std::vector<ucp_dt_iov_t>* iov) {
+  iov->resize(region.pieces);
+  for (std::uint32_t i = 0; i < region.pieces; ++i)
+    (*iov)[i] = {reinterpret_cast<void*>(region.address + i * region.stride),
+                 static_cast<std::size_t>(region.pieceBytes)};
+}
+
+// Whether `region` is one contiguous run of bytes.
+bool contiguous(const RemoteRegion& region) {
+  return region.pieces <= 1 || region.stride == region.pieceBytes;
+}
 
 // What both ends of a ucx FIFO have: the connection they belong to and a ring of `slots` local
 // slots of `slotBytes`. Each end implements its own side of Fifo; the other side's calls are
@@ -90,6 +118,7 @@ class UcxSlotRing : public Fifo {
         channel_(channel),
         slots_(static_cast<std::uint64_t>(options.slots)),
         slotBytes_(options.slotBytes),
+        singleCopyBytes_(options.singleCopyBytes),
         buffer_(static_cast<std::size_t>(options.slots) * options.slotBytes) {}
   std::uint8_t* trySendSlot() override {
     CHORUS_INTERNAL_ASSERT(false, "trySendSlot on a ucx receive FIFO");
@@ -116,6 +145,7 @@ class UcxSlotRing : public Fifo {
   const int channel_;
   const std::uint64_t slots_;
   const std::size_t slotBytes_;
+  const std::size_t singleCopyBytes_;
   std::vector<std::uint8_t> buffer_;
 };
 
@@ -124,7 +154,23 @@ class UcxSendFifo final : public UcxSlotRing {
   UcxSendFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options);
   std::uint8_t* trySendSlot() override;
   void commitSend(std::size_t bytes, std::uint64_t tag) override;
+  // Single copy: a message by reference leaves from the sender's region itself (UCP reads it,
+  // by copy for eager sizes or zero-copy for rendezvous) and settles when UCP completes it.
+  bool acceptsRemote(std::size_t bytes) const override {
+    return singleCopyBytes_ != 0 && bytes >= singleCopyBytes_ && bytes <= slotBytes_;
+  }
+  bool remoteSavesACopy() const override { return true; }
+  std::uint64_t commitRemote(const RemoteRegion& region, std::uint64_t tag) override;
+  bool remoteSettled(std::uint64_t ticket) const override {
+    return sends_[(ticket - 1) % slots_].done.load(std::memory_order_acquire) >= ticket;
+  }
+  // A send UCP has started cannot change its source: the message settles once the receiver's
+  // progress (its progress thread) has taken it, without help from this side's interpreter.
+  bool evictRemote(std::uint64_t ticket) override;
   void addCredits(std::uint64_t count) { credited_.fetch_add(count, std::memory_order_release); }
+  // The receive FIFO from the same peer on the same channel, whose credits ride this FIFO's
+  // messages (set once, under the connections' FIFO lock).
+  void pairWith(UcxRecvFifo* back) { back_.store(back, std::memory_order_release); }
   bool busy() const {
     for (std::uint64_t s = 0; s < slots_; ++s)
       if (sends_[s].busy.load(std::memory_order_acquire)) return true;
@@ -135,8 +181,12 @@ class UcxSendFifo final : public UcxSlotRing {
   }
 
  private:
+  // Fills the header of the next message and returns its slot index.
+  std::uint64_t nextHeader(std::uint64_t tag);
+
   std::vector<DataHeader> headers_;
   std::unique_ptr<SlotSend[]> sends_;
+  std::atomic<UcxRecvFifo*> back_{nullptr};
   std::atomic<std::uint64_t> next_{0};  // messages committed
   std::atomic<std::uint64_t> credited_{0};
 };
@@ -146,18 +196,45 @@ class UcxRecvFifo final : public UcxSlotRing {
   UcxRecvFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options);
   bool tryRecvSlot(RecvSlot* slot) override;
   void releaseRecv() override;
+  // Posted receives: a message that matches its post is written (or fetched, for a
+  // rendezvous) straight into the region, not into its slot.
+  bool acceptsPost(std::size_t bytes) const override {
+    return singleCopyBytes_ != 0 && bytes >= singleCopyBytes_ && bytes <= slotBytes_;
+  }
+  bool postRecv(const RemoteRegion& region, std::uint64_t tag, std::size_t ahead) override;
+  // Drops every post and waits (at most kUnpostLimit) for fetches into posted regions under way;
+  // a message fetched there already moves to its slot.
+  void unpost() override;
 
   // Under the worker lock (a UCP callback): where message `seq` lands: "" and its slot, or what
-  // is wrong (a message the sender had no credit for, one seen before, one too large).
-  std::string land(std::uint64_t seq, std::size_t bytes, std::uint64_t tag, std::uint8_t** at);
-  void landed(std::uint64_t seq) { ready_[seq % slots_].store(seq + 1, std::memory_order_release); }
+  // is wrong (a message the sender had no credit for, one seen before, one too large). `post`
+  // gets its posted region, or nullptr.
+  std::string land(std::uint64_t seq, std::size_t bytes, std::uint64_t tag, std::uint8_t** at,
+                   const RemoteRegion** post);
+  // Under the worker lock: message `seq` is complete, in its slot or (`delivered`) its region.
+  void landed(std::uint64_t seq, bool delivered);
   // Credits released since the last credit message (taken by the caller, which sends them).
   std::uint64_t takeCredits() { return pendingCredits_.exchange(0, std::memory_order_acq_rel); }
+  // Worker lock: fetches into posted regions under way.
+  int fetchingIntoPosts = 0;
 
  private:
-  std::vector<std::pair<std::size_t, std::uint64_t>> meta_;  // bytes, tag per slot
-  std::vector<std::uint64_t> claimed_;                       // seq + 1 once placed (worker lock)
-  std::unique_ptr<std::atomic<std::uint64_t>[]> ready_;      // seq + 1 once landed
+  struct Meta {
+    std::size_t bytes = 0;
+    std::uint64_t tag = 0;
+    bool delivered = false;  // the payload went to `region`
+    RemoteRegion region;
+  };
+  struct Post {
+    RemoteRegion region;
+    std::uint64_t tag = 0;
+    std::uint64_t seq = 0;
+    bool active = false;
+  };
+  std::vector<Meta> meta_;                               // per slot
+  std::vector<Post> posts_;                              // per slot (worker lock)
+  std::vector<std::uint64_t> claimed_;                   // seq + 1 once placed (worker lock)
+  std::unique_ptr<std::atomic<std::uint64_t>[]> ready_;  // seq + 1 once landed
   std::atomic<std::uint64_t> consumed_{0};
   std::atomic<std::uint64_t> pendingCredits_{0};
 };
@@ -167,6 +244,8 @@ struct PendingReceive {
   UcxConnections* owner = nullptr;
   UcxRecvFifo* fifo = nullptr;
   std::uint64_t seq = 0;
+  bool posted = false;            // into the message's posted region
+  std::vector<ucp_dt_iov_t> iov;  // that region's pieces, until the fetch completes
 };
 
 class UcxConnections final : public ConnectionSet {
@@ -186,6 +265,16 @@ class UcxConnections final : public ConnectionSet {
   void connect(Store& store) {
     ucp_config_t* config = nullptr;
     check(ucp_config_read(nullptr, nullptr, &config), "reading UCX's configuration (UCX_*)");
+    const std::string tls = envString("UCX_TLS").value_or("");
+    eagerOnly_ = !envString("UCX_RNDV_THRESH") && ucxRdmaDevices(tls).empty();
+    if (eagerOnly_ && ucxTlsAllows(tls, "tcp")) {
+      // Without RDMA, UCX's tcp transport carries whole slots in fewer, larger pieces (only
+      // tcp has these fields: a UCT setting applies to every transport that has the name).
+      for (const auto& [name, value] :
+           {std::pair{"TX_SEG_SIZE", "64k"}, std::pair{"RX_SEG_SIZE", "256k"}})
+        if (!envString(fmt::format("UCX_TCP_{}", name).c_str()))
+          check(ucp_config_modify(config, name, value), fmt::format("setting UCX_TCP_{}", name));
+    }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
@@ -221,10 +310,14 @@ class UcxConnections final : public ConnectionSet {
     const std::string here = networkNamespaceId();
     store.set(key("host", rank_), toBytes(here));
     const auto deadline = deadlineAfter(options_.timeout);
+    std::vector<std::string> hosts(ix(nranks_));
+    hosts[ix(rank_)] = here;
     for (int peer = 0; peer < nranks_; ++peer) {
-      if (peer == rank_) continue;
+      if (!reaches(peer)) continue;
       const std::vector<std::uint8_t> theirs = store.get(key("address", peer), left(deadline));
-      const bool sameHost = toString(store.get(key("host", peer), left(deadline))) == here;
+      hosts[ix(peer)] = toString(store.get(key("host", peer), left(deadline)));
+      const bool sameHost = hosts[ix(peer)] == here;
+      if (sameHost) ++ranksOnThisHost_;
       epArgs_[ix(peer)] = {this, peer};
       ucp_ep_params_t ep{};
       ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
@@ -248,8 +341,12 @@ class UcxConnections final : public ConnectionSet {
     // Everyone's endpoints are wired before anyone sends.
     store.set(key("ready", rank_), toBytes("1"));
     for (int peer = 0; peer < nranks_; ++peer)
-      if (peer != rank_) store.get(key("ready", peer), left(deadline));
+      if (reaches(peer)) store.get(key("ready", peer), left(deadline));
+    if (options_.peers.empty()) hostOfRank_ = numberHosts(hosts);
   }
+
+  int ranksOnThisHost() const override { return ranksOnThisHost_; }
+  std::vector<int> hostOfRank() const override { return hostOfRank_; }
 
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
@@ -258,7 +355,11 @@ class UcxConnections final : public ConnectionSet {
     checkPeer(peer, channel);
     std::lock_guard lock(fifoMutex_);
     auto& made = sends_[{peer, channel}];
-    if (!made) made = std::make_unique<UcxSendFifo>(*this, peer, channel, options_.fifo);
+    if (!made) {
+      made = std::make_unique<UcxSendFifo>(*this, peer, channel, options_.fifo);
+      if (const auto back = recvs_.find({peer, channel}); back != recvs_.end())
+        made->pairWith(back->second.get());
+    }
     return *made;
   }
   Fifo& recvFifo(int peer, int channel) override {
@@ -320,21 +421,39 @@ class UcxConnections final : public ConnectionSet {
 
   // ---- for the FIFOs ----------------------------------------------------------------------------
 
-  // Sends `bytes` of `data` with `header` as message `id` to `peer`; `slot` tracks completion.
+  // Sends message `header` to `peer`: `bytes` at `data`, or (`region` not nullptr) the pieces of
+  // `region`; `slot` tracks completion.
   void sendData(int peer, const DataHeader* header, const std::uint8_t* data, std::size_t bytes,
-                SlotSend* slot) {
+                const RemoteRegion* region, SlotSend* slot) {
     std::lock_guard lock(workerMutex_);
     slot->busy.store(true, std::memory_order_relaxed);
+    slot->ticket = header->seq + 1;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = &UcxConnections::onSlotSent;
     param.user_data = slot;
+    if (eagerOnly_) {
+      param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = UCP_AM_SEND_FLAG_EAGER;
+    }
+    const void* buffer = data;
+    std::size_t count = bytes;
+    if (region != nullptr && contiguous(*region)) {
+      buffer = reinterpret_cast<const void*>(region->address);
+      count = region->bytes();
+    } else if (region != nullptr) {
+      regionIov(*region, &slot->iov);
+      param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+      param.datatype = UCP_DATATYPE_IOV;
+      buffer = slot->iov.data();
+      count = slot->iov.size();
+    }
     const ucs_status_ptr_t request =
-        ucp_am_send_nbx(eps_[ix(peer)], kDataAm, header, sizeof *header, data, bytes, &param);
+        ucp_am_send_nbx(eps_[ix(peer)], kDataAm, header, sizeof *header, buffer, count, &param);
     if (request == nullptr) {
-      slot->busy.store(false, std::memory_order_release);
+      slotSent(slot);
     } else if (UCS_PTR_IS_ERR(request)) {
-      slot->busy.store(false, std::memory_order_release);
+      slotSent(slot);
       lost(peer, UCS_PTR_STATUS(request));
     }
   }
@@ -342,6 +461,8 @@ class UcxConnections final : public ConnectionSet {
   // Nothing to receive or no credit: move what the worker holds now and send pending credits,
   // unless another thread is doing so.
   void poke() {
+    lastPoke_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                    std::memory_order_relaxed);
     std::unique_lock lock(workerMutex_, std::try_to_lock);
     if (!lock.owns_lock()) return;
     progressLocked();
@@ -352,6 +473,17 @@ class UcxConnections final : public ConnectionSet {
     std::lock_guard lock(workerMutex_);
     sendCreditsLocked(fifo);
   }
+
+  // A receive FIFO has credits to return (its first since the last were sent): the next
+  // progress sends them.
+  void creditLater(UcxRecvFifo& fifo) {
+    std::lock_guard lock(creditQueueMutex_);
+    creditQueue_.push_back(&fifo);
+  }
+
+  std::mutex& workerMutex() { return workerMutex_; }
+  // Under the worker lock: moves what the worker holds now.
+  void progressWorkerLocked() { ucp_worker_progress(worker_); }
 
  private:
   struct EpArg {
@@ -377,8 +509,26 @@ class UcxConnections final : public ConnectionSet {
                       rank_, what, ucs_status_string(status)));
   }
 
+  // Whether this rank connects to `peer` (UcxOptions::peers).
+  bool reaches(int peer) const {
+    return peer != rank_ && (options_.peers.empty() || options_.peers[ix(peer)]);
+  }
+
+  // Hosts numbered in order of their lowest rank; empty when every rank is on one host.
+  static std::vector<int> numberHosts(const std::vector<std::string>& hosts) {
+    std::vector<std::string> seen;
+    std::vector<int> out;
+    for (const std::string& host : hosts) {
+      const auto known = std::find(seen.begin(), seen.end(), host);
+      out.push_back(static_cast<int>(known - seen.begin()));
+      if (known == seen.end()) seen.push_back(host);
+    }
+    if (seen.size() <= 1) out.clear();
+    return out;
+  }
+
   void checkPeer(int peer, int channel) const {
-    if (peer < 0 || peer >= nranks_ || peer == rank_)
+    if (peer < 0 || peer >= nranks_ || !reaches(peer))
       throw CommError(fmt::format("rank {}: peer {} is not another rank of this {}-rank group",
                                   rank_, peer, nranks_));
     if (channel < 0 || channel >= (1 << 16))
@@ -389,8 +539,27 @@ class UcxConnections final : public ConnectionSet {
   UcxRecvFifo& recvFifoOf(int peer, int channel) {
     std::lock_guard lock(fifoMutex_);
     auto& made = recvs_[{peer, channel}];
-    if (!made) made = std::make_unique<UcxRecvFifo>(*this, peer, channel, options_.fifo);
+    if (!made) {
+      made = std::make_unique<UcxRecvFifo>(*this, peer, channel, options_.fifo);
+      if (const auto back = sends_.find({peer, channel}); back != sends_.end())
+        back->second->pairWith(made.get());
+    }
     return *made;
+  }
+
+  // Credits `count` for messages this rank sent `peer` on `channel`; "" or what is wrong.
+  std::string addCredits(std::uint32_t peer, std::uint32_t channel, std::uint64_t count) {
+    UcxSendFifo* fifo = nullptr;
+    {
+      std::lock_guard lock(fifoMutex_);
+      const auto it = sends_.find({static_cast<int>(peer), static_cast<int>(channel)});
+      if (it != sends_.end()) fifo = it->second.get();
+    }
+    if (fifo == nullptr || count > fifo->outstanding())
+      return fmt::format("rank {} returned {} credits on channel {} for messages never sent", peer,
+                         count, channel);
+    fifo->addCredits(count);
+    return {};
   }
 
   void setHandler(unsigned id, ucp_am_recv_callback_t callback) {
@@ -433,6 +602,9 @@ class UcxConnections final : public ConnectionSet {
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = &UcxConnections::onOwnedSent;
     param.user_data = owned.get();
+    // Control and credit messages are small, and their handlers take them whole: always eager.
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_AM_SEND_FLAG_EAGER;
     const ucs_status_ptr_t request =
         ucp_am_send_nbx(eps_[ix(peer)], id, owned->header.data(), owned->header.size(),
                         owned->payload.data(), owned->payload.size(), &param);
@@ -470,14 +642,13 @@ class UcxConnections final : public ConnectionSet {
   }
 
   void progressLocked() {
-    std::vector<UcxRecvFifo*> fifos;
     {
-      std::lock_guard lock(fifoMutex_);
-      for (auto& [where, fifo] : recvs_)
-        fifos.push_back(fifo.get());
+      std::lock_guard lock(creditQueueMutex_);
+      creditQueue_.swap(creditsToSend_);  // both keep their capacity: no allocation per call
     }
-    for (UcxRecvFifo* fifo : fifos)
+    for (UcxRecvFifo* fifo : creditsToSend_)
       sendCreditsLocked(*fifo);
+    creditsToSend_.clear();
     while (ucp_worker_progress(worker_) != 0) {
     }
   }
@@ -485,14 +656,20 @@ class UcxConnections final : public ConnectionSet {
   void progressLoop() {
     while (!stopping_.load(std::memory_order_acquire)) {
       ucs_status_t armed = UCS_OK;
+      const auto sincePoke = std::chrono::steady_clock::now().time_since_epoch().count() -
+                             lastPoke_.load(std::memory_order_relaxed);
+      // While the interpreter polls, waking this thread for every arrival would only take a
+      // core from it: check back every millisecond instead.
+      const bool interpreterPolls = sincePoke < kUcxHandOffAfter.count();
       {
         std::lock_guard lock(workerMutex_);
         progressLocked();
-        armed = ucp_worker_arm(worker_);
+        if (!interpreterPolls) armed = ucp_worker_arm(worker_);
       }
       if (armed == UCS_ERR_BUSY) continue;  // more arrived meanwhile
-      pollfd fds[2] = {{efd_, POLLIN, 0}, {wakePipe_[0], POLLIN, 0}};
-      ::poll(fds, 2, static_cast<int>(kIdleWait.count()));
+      pollfd fds[2] = {{wakePipe_[0], POLLIN, 0}, {efd_, POLLIN, 0}};
+      ::poll(fds, interpreterPolls ? 1 : 2,
+             interpreterPolls ? 1 : static_cast<int>(kIdleWait.count()));
       char drain[64];
       while (::read(wakePipe_[0], drain, sizeof drain) > 0) {
       }
@@ -621,29 +798,54 @@ class UcxConnections final : public ConnectionSet {
       std::lock_guard lock(self->failureMutex_);
       self->peerNumbers_[h.from] = h.call;
     }
+    if (h.credits > 0)
+      if (std::string problem = self->addCredits(h.from, h.channel, h.credits); !problem.empty())
+        return self->protocolError(problem);
     UcxRecvFifo& fifo = self->recvFifoOf(static_cast<int>(h.from), static_cast<int>(h.channel));
     std::uint8_t* at = nullptr;
+    const RemoteRegion* post = nullptr;
     const std::uint64_t seq = h.seq;
-    if (std::string problem = fifo.land(seq, length, h.tag, &at); !problem.empty())
+    if (std::string problem = fifo.land(seq, length, h.tag, &at, &post); !problem.empty())
       return self->protocolError(problem);
     if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
-      if (length > 0) std::memcpy(at, data, length);
-      fifo.landed(seq);
+      if (post == nullptr) {
+        if (length > 0) std::memcpy(at, data, length);
+      } else {
+        const auto* from = static_cast<const std::uint8_t*>(data);
+        for (std::uint32_t i = 0; i < post->pieces; ++i, from += post->pieceBytes)
+          std::memcpy(reinterpret_cast<void*>(post->address + i * post->stride), from,
+                      post->pieceBytes);
+      }
+      fifo.landed(seq, post != nullptr);
       return UCS_OK;
     }
-    // Rendezvous: UCP fetches the payload into the slot, then onReceived marks it landed.
-    auto pending = std::make_unique<PendingReceive>(PendingReceive{self, &fifo, seq});
+    // Rendezvous: UCP fetches the payload into the slot or the posted region, then onReceived
+    // marks it landed.
+    auto pending = std::make_unique<PendingReceive>();
+    *pending = {self, &fifo, seq, post != nullptr, {}};
     ucp_request_param_t receive{};
     receive.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     receive.cb.recv_am = &UcxConnections::onReceived;
     receive.user_data = pending.get();
+    void* buffer = at;
+    std::size_t count = length;
+    if (post != nullptr && contiguous(*post)) {
+      buffer = reinterpret_cast<void*>(post->address);
+    } else if (post != nullptr) {
+      regionIov(*post, &pending->iov);
+      receive.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+      receive.datatype = UCP_DATATYPE_IOV;
+      buffer = pending->iov.data();
+      count = pending->iov.size();
+    }
     const ucs_status_ptr_t request =
-        ucp_am_recv_data_nbx(self->worker_, data, at, length, &receive);
+        ucp_am_recv_data_nbx(self->worker_, data, buffer, count, &receive);
     if (request == nullptr) {
-      fifo.landed(seq);
+      fifo.landed(seq, post != nullptr);
     } else if (UCS_PTR_IS_ERR(request)) {
       self->lost(static_cast<int>(h.from), UCS_PTR_STATUS(request));
     } else {
+      if (post != nullptr) ++fifo.fetchingIntoPosts;
       pending.release();  // onReceived frees it
     }
     return UCS_INPROGRESS;
@@ -651,8 +853,9 @@ class UcxConnections final : public ConnectionSet {
 
   static void onReceived(void* request, ucs_status_t status, std::size_t, void* user) {
     std::unique_ptr<PendingReceive> pending(static_cast<PendingReceive*>(user));
+    if (pending->posted) --pending->fifo->fetchingIntoPosts;
     if (status == UCS_OK)
-      pending->fifo->landed(pending->seq);
+      pending->fifo->landed(pending->seq, pending->posted);
     else
       pending->owner->lost(pending->fifo->peer(), status);
     ucp_request_free(request);
@@ -666,26 +869,17 @@ class UcxConnections final : public ConnectionSet {
     std::memcpy(&h, header, sizeof h);
     if (h.from >= static_cast<std::uint32_t>(self->nranks_) || h.channel >= (1u << 16))
       return self->protocolError("a credit naming no rank or channel of this group");
-    UcxSendFifo* fifo = nullptr;
-    {
-      std::lock_guard lock(self->fifoMutex_);
-      const auto it = self->sends_.find({static_cast<int>(h.from), static_cast<int>(h.channel)});
-      if (it != self->sends_.end()) fifo = it->second.get();
-    }
-    if (fifo == nullptr || h.count > fifo->outstanding())
-      return self->protocolError(
-          fmt::format("rank {} returned {} credits on channel {} for "
-                      "messages never sent",
-                      h.from, h.count, h.channel));
-    fifo->addCredits(h.count);
+    if (std::string problem = self->addCredits(h.from, h.channel, h.count); !problem.empty())
+      return self->protocolError(problem);
     return UCS_OK;
   }
 
   static ucs_status_t onControl(void* arg, const void* header, std::size_t headerBytes, void* data,
-                                std::size_t length, const ucp_am_recv_param_t*) {
+                                std::size_t length, const ucp_am_recv_param_t* param) {
     auto* self = static_cast<UcxConnections*>(arg);
     ControlHeader h;
-    if (headerBytes != sizeof h || length > kMaxControlText)
+    if (headerBytes != sizeof h || length > kMaxControlText ||
+        (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0)
       return self->protocolError("a control message with a bad header or size");
     std::memcpy(&h, header, sizeof h);
     if (h.from >= static_cast<std::uint32_t>(self->nranks_))
@@ -716,8 +910,14 @@ class UcxConnections final : public ConnectionSet {
   static void onSlotSent(void* request, ucs_status_t status, void* user) {
     auto* slot = static_cast<SlotSend*>(user);
     if (status != UCS_OK) slot->owner->lost(slot->peer, status);
-    slot->busy.store(false, std::memory_order_release);
+    slotSent(slot);
     ucp_request_free(request);
+  }
+
+  // Under the worker lock: UCP is done with the slot's message (sent, or never to be).
+  static void slotSent(SlotSend* slot) {
+    slot->done.store(slot->ticket, std::memory_order_release);
+    slot->busy.store(false, std::memory_order_release);
   }
 
   static void onOwnedSent(void* request, ucs_status_t status, void* user) {
@@ -751,6 +951,10 @@ class UcxConnections final : public ConnectionSet {
   std::vector<EpArg> epArgs_;
   std::mutex workerMutex_;
 
+  std::mutex creditQueueMutex_;
+  std::vector<UcxRecvFifo*> creditQueue_;    // creditQueueMutex_: FIFOs with credits to return
+  std::vector<UcxRecvFifo*> creditsToSend_;  // worker lock: the queue being sent
+
   std::mutex fifoMutex_;
   std::map<std::pair<int, int>, std::unique_ptr<UcxSendFifo>> sends_;
   std::map<std::pair<int, int>, std::unique_ptr<UcxRecvFifo>> recvs_;
@@ -766,8 +970,12 @@ class UcxConnections final : public ConnectionSet {
 
   std::atomic<int> ownedInFlight_{0};  // control and credit messages not yet sent
 
+  bool eagerOnly_ = false;  // every message eager (no RDMA device, UCX_RNDV_THRESH unset)
+  int ranksOnThisHost_ = 1;
+  std::vector<int> hostOfRank_;
   std::atomic<bool> stopping_{false};
   std::thread progress_;
+  std::atomic<std::chrono::steady_clock::rep> lastPoke_{0};  // when a FIFO call last polled
 
   friend class UcxSendFifo;
 };
@@ -795,19 +1003,43 @@ std::uint8_t* UcxSendFifo::trySendSlot() {
   return slotAt(s);
 }
 
-void UcxSendFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
+std::uint64_t UcxSendFifo::nextHeader(std::uint64_t tag) {
   const std::uint64_t next = next_.load(std::memory_order_relaxed);
   const std::uint64_t s = next % slots_;
-  CHORUS_INTERNAL_ASSERT(bytes <= slotBytes_, "ucx commit larger than a slot");
-  headers_[s] = {static_cast<std::uint32_t>(owner_.rank()), static_cast<std::uint32_t>(channel_),
-                 tag, owner_.currentCall_.load(std::memory_order_relaxed), next};
+  UcxRecvFifo* back = back_.load(std::memory_order_acquire);
+  headers_[s] = {static_cast<std::uint32_t>(owner_.rank()),
+                 static_cast<std::uint32_t>(channel_),
+                 tag,
+                 owner_.currentCall_.load(std::memory_order_relaxed),
+                 next,
+                 back != nullptr ? back->takeCredits() : 0};
   next_.store(next + 1, std::memory_order_release);
-  owner_.sendData(peer_, &headers_[s], slotAt(s), bytes, &sends_[s]);
+  return s;
+}
+
+void UcxSendFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
+  CHORUS_INTERNAL_ASSERT(bytes <= slotBytes_, "ucx commit larger than a slot");
+  const std::uint64_t s = nextHeader(tag);
+  owner_.sendData(peer_, &headers_[s], slotAt(s), bytes, nullptr, &sends_[s]);
+}
+
+std::uint64_t UcxSendFifo::commitRemote(const RemoteRegion& region, std::uint64_t tag) {
+  CHORUS_INTERNAL_ASSERT(region.bytes() <= slotBytes_, "ucx message by reference beyond a slot");
+  const std::uint64_t s = nextHeader(tag);
+  owner_.sendData(peer_, &headers_[s], nullptr, 0, &region, &sends_[s]);
+  return headers_[s].seq + 1;
+}
+
+bool UcxSendFifo::evictRemote(std::uint64_t ticket) {
+  if (remoteSettled(ticket)) return true;
+  owner_.poke();
+  return remoteSettled(ticket);
 }
 
 UcxRecvFifo::UcxRecvFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options)
     : UcxSlotRing(owner, peer, channel, options),
       meta_(static_cast<std::size_t>(options.slots)),
+      posts_(static_cast<std::size_t>(options.slots)),
       claimed_(static_cast<std::size_t>(options.slots), 0),
       ready_(
           std::make_unique<std::atomic<std::uint64_t>[]>(static_cast<std::size_t>(options.slots))) {
@@ -816,7 +1048,7 @@ UcxRecvFifo::UcxRecvFifo(UcxConnections& owner, int peer, int channel, const Fif
 }
 
 std::string UcxRecvFifo::land(std::uint64_t seq, std::size_t bytes, std::uint64_t tag,
-                              std::uint8_t** at) {
+                              std::uint8_t** at, const RemoteRegion** post) {
   if (bytes > slotBytes_)
     return fmt::format("a {}-byte message from rank {} on channel {}, larger than a {}-byte slot",
                        bytes, peer_, channel_, slotBytes_);
@@ -828,9 +1060,52 @@ std::string UcxRecvFifo::land(std::uint64_t seq, std::size_t bytes, std::uint64_
         "#{} to #{}) or seen before",
         seq, peer_, channel_, consumed, consumed + slots_ - 1);
   claimed_[s] = seq + 1;
-  meta_[s] = {bytes, tag};
+  meta_[s] = {bytes, tag, false, {}};
   *at = slotAt(s);
+  Post& posted = posts_[s];
+  *post = nullptr;
+  if (posted.active && posted.seq == seq && posted.tag == tag && posted.region.bytes() == bytes) {
+    meta_[s].region = posted.region;
+    *post = &meta_[s].region;
+  }
+  posted.active = false;
   return {};
+}
+
+void UcxRecvFifo::landed(std::uint64_t seq, bool delivered) {
+  meta_[seq % slots_].delivered = delivered;
+  ready_[seq % slots_].store(seq + 1, std::memory_order_release);
+}
+
+bool UcxRecvFifo::postRecv(const RemoteRegion& region, std::uint64_t tag, std::size_t ahead) {
+  if (ahead >= slots_) return false;
+  std::lock_guard lock(owner_.workerMutex());
+  const std::uint64_t seq = consumed_.load(std::memory_order_acquire) + ahead;
+  const std::uint64_t s = seq % slots_;
+  if (claimed_[s] == seq + 1) return true;  // it arrived already: it lands in its slot
+  posts_[s] = {region, tag, seq, true};
+  return true;
+}
+
+void UcxRecvFifo::unpost() {
+  std::lock_guard lock(owner_.workerMutex());
+  for (Post& post : posts_)
+    post.active = false;
+  const auto deadline = std::chrono::steady_clock::now() + kUnpostLimit;
+  while (fetchingIntoPosts > 0 && std::chrono::steady_clock::now() < deadline)
+    owner_.progressWorkerLocked();
+  // Messages already in their regions but not yet received move to their slots.
+  const std::uint64_t consumed = consumed_.load(std::memory_order_acquire);
+  for (std::uint64_t seq = consumed; seq < consumed + slots_; ++seq) {
+    Meta& meta = meta_[seq % slots_];
+    if (ready_[seq % slots_].load(std::memory_order_acquire) != seq + 1 || !meta.delivered)
+      continue;
+    std::uint8_t* to = slotAt(seq);
+    for (std::uint32_t i = 0; i < meta.region.pieces; ++i, to += meta.region.pieceBytes)
+      std::memcpy(to, reinterpret_cast<const void*>(meta.region.address + i * meta.region.stride),
+                  meta.region.pieceBytes);
+    meta.delivered = false;
+  }
 }
 
 bool UcxRecvFifo::tryRecvSlot(RecvSlot* slot) {
@@ -840,18 +1115,21 @@ bool UcxRecvFifo::tryRecvSlot(RecvSlot* slot) {
     owner_.poke();
     if (ready_[s].load(std::memory_order_acquire) != seq + 1) return false;
   }
-  slot->data = slotAt(s);
-  slot->bytes = meta_[s].first;
-  slot->tag = meta_[s].second;
+  slot->delivered = meta_[s].delivered;
+  slot->data = slot->delivered ? nullptr : slotAt(s);
+  slot->bytes = meta_[s].bytes;
+  slot->tag = meta_[s].tag;
   slot->remote = false;
-  slot->delivered = false;
   return true;
 }
 
 void UcxRecvFifo::releaseRecv() {
   consumed_.fetch_add(1, std::memory_order_acq_rel);
   const std::uint64_t pending = pendingCredits_.fetch_add(1, std::memory_order_acq_rel) + 1;
-  if (pending * 2 >= slots_) owner_.creditNow(*this);
+  if (pending * 2 >= slots_)
+    owner_.creditNow(*this);
+  else if (pending == 1)
+    owner_.creditLater(*this);
 }
 
 }  // namespace
@@ -862,6 +1140,9 @@ std::unique_ptr<ConnectionSet> connectUcx(Store& store, int rank, int nranks,
     throw OptionError(fmt::format("ucx transport: rank {} of {} is not a rank", rank, nranks));
   if (options.fifo.slots < 1 || options.fifo.slotBytes < 64)
     throw OptionError("ucx transport: FIFOs need at least 1 slot of at least 64 bytes");
+  if (!options.peers.empty() && options.peers.size() != static_cast<std::size_t>(nranks))
+    throw OptionError(fmt::format("ucx transport: the peer list has {} entries for {} ranks",
+                                  options.peers.size(), nranks));
   auto connections = std::make_unique<UcxConnections>(rank, nranks, options);
   connections->connect(store);
   return connections;

@@ -12,14 +12,23 @@
 // The interpreter drives the worker when it waits (poll, no credit); a progress thread per
 // rank covers the rest, sleeping on the worker's event fd when idle.
 //
-// Not yet: registered memory (chorusMemAlloc) is not registered with UCP, and messages always
-// pass through slots (no zero-copy rendezvous into user buffers); device buffers are not
+// Messages of at least FifoOptions::singleCopyBytes leave from the sender's buffer (UCP reads
+// the region itself) and land where the receiver posted for them. Where UCX finds no RDMA
+// device (ucx_devices.h) every message is sent eagerly: the receiver always has a slot for it
+// (credits), so a rendezvous would only add a round trip and wait on the receiver's progress
+// (measured slower over UCX's tcp and shared-memory transports, docs/multihost.md). There, and
+// unless UCX_TCP_TX_SEG_SIZE / UCX_TCP_RX_SEG_SIZE are set, UCX's tcp transport cuts sends at
+// 64 KiB and receives 256 KiB at a time instead of 8 and 64 KiB. Where UCX finds an RDMA
+// device, or UCX_RNDV_THRESH is set, UCX chooses eager or rendezvous (zero-copy) by size.
+//
+// Not yet: registered memory (chorusMemAlloc) is not registered with UCP; device buffers are not
 // passed to UCX. docs/multihost.md "The ucx transport".
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "transport/connections.h"
 #include "transport/fifo.h"
@@ -31,6 +40,9 @@ struct UcxOptions {
   FifoOptions fifo;
   std::string groupId;  // unique per communicator, the same on every rank: names store keys
   std::chrono::milliseconds timeout{300'000};  // rendezvous and connection set-up
+  // The peers this rank connects to, indexed by rank (empty = every other rank); the same pairs
+  // on every rank. The auto transport leaves out the peers it reaches over shm.
+  std::vector<bool> peers;
 };
 
 // Connects rank `rank` of `nranks` through `store` (collective). Throws CommError when UCX
