@@ -11,7 +11,10 @@
 #   -b -e -f     size sweep, nccl-tests style (default 8, 64M, 4)
 #   --transport  chorus transport (default shm: processes, like the peers); with tcp, Open MPI
 #                runs its tcp BTL too (--mca btl self,tcp) instead of vader, and MPICH its
-#                ch4:ucx over tcp with its shared memory off (MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self)
+#                ch4:ucx over tcp with its shared memory off (MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self);
+#                with ucx, Open MPI runs its UCX PML (--mca pml ucx, on any UCX transport) and
+#                MPICH its ch4:ucx with its own shared memory off (MPIR_CVAR_NOLOCAL=1), all three
+#                on the UCX_TLS of the caller's environment (default: UCX's own choice)
 #   --rounds R   run R rounds, each one chorus, Open MPI, MPICH, Gloo back to back, so a slow spell
 #                of the machine hits every library (default 1). The tables then show the median
 #                busbw over rounds, chorus's min-max, and per ratio the median over rounds of the
@@ -21,7 +24,8 @@
 #   Every round first probes this machine's memory rates at working sets of 256 KiB to 1 GiB
 #   (bench_membw); for 2 ranks the tables show chorus's busbw as a percentage of the memory
 #   ceiling at each cell's working set ("% ceil", src/perf/memory_ceiling.h)
-#   --peers LIST the peers to run beside chorus, comma-separated (default openmpi,mpich,gloo)
+#   --peers LIST the peers to run beside chorus, comma-separated (default openmpi,mpich,gloo);
+#                chorus-tcp is chorus itself over its tcp transport (for --transport ucx)
 #   --build DIR  build directory with chorus, bench/bench_mpi, bench/bench_mpich, bench/bench_gloo,
 #                bench/bench_compare
 #                (default: $CHORUS_BUILD_DIR, else <repo>/build)
@@ -89,8 +93,8 @@ if ! [[ "$rounds" =~ ^[1-9][0-9]*$ ]]; then
 fi
 for peer in ${peers//,/ }; do
   case "$peer" in
-    openmpi | mpich | gloo) ;;
-    *) echo "compare.sh: --peers takes openmpi, mpich and gloo, comma-separated, not '$peer'" >&2; exit 2 ;;
+    openmpi | mpich | gloo | chorus-tcp) ;;
+    *) echo "compare.sh: --peers takes openmpi, mpich, gloo and chorus-tcp, comma-separated, not '$peer'" >&2; exit 2 ;;
   esac
 done
 # Whether the peer $1 was asked for (--peers).
@@ -137,6 +141,18 @@ run_round() {
     "$build/chorus" bench "$coll" --ranks "$ranks" --transport "$transport" "${sweep[@]}" \
     --json "$out/chorus$suffix.json" "${chorus_only[@]}" "${extra[@]}"
 
+  if wanted chorus-tcp; then
+    echo
+    echo "== chorus-tcp (chorus's tcp transport, $ranks ranks)"
+    run_bench "chorus-tcp$suffix" "$out/chorus-tcp$suffix.json" \
+      "$build/chorus" bench "$coll" --ranks "$ranks" --transport tcp "${sweep[@]}" \
+      --json "$out/chorus-tcp$suffix.json" "${chorus_only[@]}" "${extra[@]}"
+    # Its records name the library "chorus": rename them, so the tables tell the two apart.
+    if [ -f "$out/chorus-tcp$suffix.json" ]; then
+      sed -i 's/"library": *"chorus"/"library": "chorus-tcp"/g' "$out/chorus-tcp$suffix.json"
+    fi
+  fi
+
   echo
   if ! wanted openmpi; then
     :
@@ -145,12 +161,19 @@ run_round() {
   elif [ -z "$mpirun_bin" ]; then
     echo "== openmpi: skipped (no mpirun on PATH; apt-get install openmpi-bin)"
   else
-    local btl=self,vader what="vader shared memory"
-    if [ "$transport" = tcp ]; then btl=self,tcp what="tcp loopback"; fi
+    local transport_args=(--mca pml ob1 --mca btl self,vader) what="vader shared memory"
+    if [ "$transport" = tcp ]; then
+      transport_args=(--mca pml ob1 --mca btl self,tcp) what="tcp loopback"
+    elif [ "$transport" = ucx ]; then
+      # Open MPI takes UCX only on Mellanox RDMA devices unless told otherwise
+      # (pml_ucx_tls, pml_ucx_devices: ompi_info --param pml ucx --level 9).
+      transport_args=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any)
+      what="UCX PML, UCX_TLS=${UCX_TLS:-unset: UCX chooses}"
+    fi
     echo "== openmpi ($what, $ranks ranks)"
     run_bench "openmpi$suffix" "$out/openmpi$suffix.json" \
-      "$mpirun_bin" --allow-run-as-root --oversubscribe -n "$ranks" --mca pml ob1 \
-      --mca btl "$btl" "$build/bench/bench_mpi" "$coll" "${sweep[@]}" \
+      "$mpirun_bin" --allow-run-as-root --oversubscribe -n "$ranks" "${transport_args[@]}" \
+      "$build/bench/bench_mpi" "$coll" "${sweep[@]}" \
       --json "$out/openmpi$suffix.json" "${extra[@]}"
   fi
 
@@ -164,6 +187,9 @@ run_round() {
   else
     local mpich_env=() what="shared memory"
     if [ "$transport" = tcp ]; then mpich_env=(MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self) what="tcp loopback"; fi
+    if [ "$transport" = ucx ]; then
+      mpich_env=(MPIR_CVAR_NOLOCAL=1) what="ch4:ucx, UCX_TLS=${UCX_TLS:-unset: UCX chooses}"
+    fi
     echo "== mpich ($what, $ranks ranks)"
     run_bench "mpich$suffix" "$out/mpich$suffix.json" \
       env "${mpich_env[@]}" "$mpich_launcher" -n "$ranks" "$build/bench/bench_mpich" "$coll" \
@@ -185,14 +211,14 @@ run_round() {
 
 if [ "$rounds" -eq 1 ]; then
   run_round ""
-  names="{chorus,openmpi,mpich,gloo,membw}.json"
+  names="{chorus,chorus-tcp,openmpi,mpich,gloo,membw}.json"
 else
   for ((round = 1; round <= rounds; round++)); do
     if [ "$round" -gt 1 ]; then echo; fi
     echo "==== round $round of $rounds"
     run_round ".r$round"
   done
-  names="{chorus,openmpi,mpich,gloo,membw}.r{1..$rounds}.json"
+  names="{chorus,chorus-tcp,openmpi,mpich,gloo,membw}.r{1..$rounds}.json"
 fi
 
 echo

@@ -163,7 +163,8 @@ TEST_P(UcxTransport, PostedReceivesByRendezvous) {
 }
 
 // A message that landed in its posted region but was not received yet moves to its slot on
-// unpost(), and the region is not written again.
+// unpost(), and the region is not written again. A one-byte message on another channel, sent
+// after it on the same endpoint (eager: handled in order), tells the receiver it has landed.
 TEST_P(UcxTransport, UnpostMovesAMessageDeliveredToItsRegionIntoTheSlot) {
   UcxTls tls(GetParam());
   constexpr std::size_t kBytes = 300'000;
@@ -177,17 +178,25 @@ TEST_P(UcxTransport, UnpostMovesAMessageDeliveredToItsRegionIntoTheSlot) {
       for (std::size_t j = 0; j < kBytes; ++j)
         slot[j] = testing_support::byReferencePattern(3, 0, j);
       f.commitSend(kBytes, 77);
+      Fifo& marker = c.sendFifo(1, 1);
+      spinUntil([&] { return (slot = marker.trySendSlot()) != nullptr; }, "a credit");
+      slot[0] = 1;
+      marker.commitSend(1, 78);
       spinUntil([&] { return stage.load() == 2; }, "the receiver");
       return;
     }
     Fifo& f = c.recvFifo(0, 0);
+    Fifo& marker = c.recvFifo(0, 1);
     std::vector<std::uint8_t> region(kBytes, 0xEE);
     ASSERT_TRUE(f.postRecv(testing_support::stridedRegion(region, kBytes, kBytes), 77, 0));
     stage.store(1);
-    spinUntil([&] { return region[kBytes - 1] != 0xEE; }, "the message in its region");
-    f.unpost();
-    std::fill(region.begin(), region.end(), std::uint8_t{0xEE});
     RecvSlot slot;
+    spinUntil([&] { return marker.tryRecvSlot(&slot); }, "the marker after the message");
+    marker.releaseRecv();
+    f.unpost();
+    ASSERT_EQ(region[kBytes - 1], testing_support::byReferencePattern(3, 0, kBytes - 1))
+        << "the message went to its posted region";
+    std::fill(region.begin(), region.end(), std::uint8_t{0xEE});
     spinUntil([&] { return f.tryRecvSlot(&slot); }, "the message");
     ASSERT_FALSE(slot.delivered) << "unpost() moves it to its slot";
     ASSERT_EQ(slot.bytes, kBytes);
