@@ -213,6 +213,17 @@ class UcxRecvFifo final : public UcxSlotRing {
                    const RemoteRegion** post);
   // Under the worker lock: message `seq` is complete, in its slot or (`delivered`) its region.
   void landed(std::uint64_t seq, bool delivered);
+  // Under the worker lock: message `seq` is complete in UCX's buffer `data` (held: the receiver
+  // reads it there, and releaseRecv() returns it to UCX).
+  void landedHeld(std::uint64_t seq, void* data) {
+    meta_[seq % slots_].held = data;
+    landed(seq, false);
+  }
+  // Under the worker lock, when the connections close: returns every buffer still held.
+  void releaseHeld(ucp_worker_h worker) {
+    for (Meta& meta : meta_)
+      if (meta.held != nullptr) ucp_am_data_release(worker, std::exchange(meta.held, nullptr));
+  }
   // Credits released since the last credit message (taken by the caller, which sends them).
   std::uint64_t takeCredits() { return pendingCredits_.exchange(0, std::memory_order_acq_rel); }
   // Worker lock: fetches into posted regions under way.
@@ -224,6 +235,8 @@ class UcxRecvFifo final : public UcxSlotRing {
     std::uint64_t tag = 0;
     bool delivered = false;  // the payload went to `region`
     RemoteRegion region;
+    // The payload left in UCX's receive buffer (held until releaseRecv()), instead of the slot.
+    void* held = nullptr;
   };
   struct Post {
     RemoteRegion region;
@@ -482,6 +495,11 @@ class UcxConnections final : public ConnectionSet {
   }
 
   std::mutex& workerMutex() { return workerMutex_; }
+  // Returns a receive buffer UCX let a FIFO hold (UCP_AM_RECV_ATTR_FLAG_DATA).
+  void releaseData(void* data) {
+    std::lock_guard lock(workerMutex_);
+    ucp_am_data_release(worker_, data);
+  }
   // Under the worker lock: moves what the worker holds now.
   void progressWorkerLocked() { ucp_worker_progress(worker_); }
 
@@ -722,6 +740,8 @@ class UcxConnections final : public ConnectionSet {
       }
       {
         std::lock_guard fifos(fifoMutex_);
+        for (auto& [where, fifo] : recvs_)
+          fifo->releaseHeld(worker_);
         recvs_.clear();
         sends_.clear();
       }
@@ -808,6 +828,11 @@ class UcxConnections final : public ConnectionSet {
     if (std::string problem = fifo.land(seq, length, h.tag, &at, &post); !problem.empty())
       return self->protocolError(problem);
     if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
+      if (post == nullptr && length > 0 && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0) {
+        // UCX lets us keep its buffer: the receiver reads the message there, one copy fewer.
+        fifo.landedHeld(seq, data);
+        return UCS_INPROGRESS;
+      }
       if (post == nullptr) {
         if (length > 0) std::memcpy(at, data, length);
       } else {
@@ -1060,7 +1085,7 @@ std::string UcxRecvFifo::land(std::uint64_t seq, std::size_t bytes, std::uint64_
         "#{} to #{}) or seen before",
         seq, peer_, channel_, consumed, consumed + slots_ - 1);
   claimed_[s] = seq + 1;
-  meta_[s] = {bytes, tag, false, {}};
+  meta_[s] = {bytes, tag, false, {}, nullptr};
   *at = slotAt(s);
   Post& posted = posts_[s];
   *post = nullptr;
@@ -1116,7 +1141,9 @@ bool UcxRecvFifo::tryRecvSlot(RecvSlot* slot) {
     if (ready_[s].load(std::memory_order_acquire) != seq + 1) return false;
   }
   slot->delivered = meta_[s].delivered;
-  slot->data = slot->delivered ? nullptr : slotAt(s);
+  slot->data = slot->delivered ? nullptr
+               : meta_[s].held ? static_cast<const std::uint8_t*>(meta_[s].held)
+                               : slotAt(s);
   slot->bytes = meta_[s].bytes;
   slot->tag = meta_[s].tag;
   slot->remote = false;
@@ -1124,6 +1151,10 @@ bool UcxRecvFifo::tryRecvSlot(RecvSlot* slot) {
 }
 
 void UcxRecvFifo::releaseRecv() {
+  if (void*& held = meta_[consumed_.load(std::memory_order_relaxed) % slots_].held) {
+    owner_.releaseData(held);
+    held = nullptr;
+  }
   consumed_.fetch_add(1, std::memory_order_acq_rel);
   const std::uint64_t pending = pendingCredits_.fetch_add(1, std::memory_order_acq_rel) + 1;
   if (pending * 2 >= slots_)
