@@ -7,16 +7,21 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "chorus/error.h"
 #include "connected_ranks.h"
+#include "transport/file_store.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace chorus::transport::ucx_transport_test {
@@ -239,6 +244,50 @@ TEST_P(UcxTransport, OnlyTheGivenPeersAreConnected) {
     done.fetch_add(1);
     spinUntil([&] { return done.load() == 2; }, "both ranks");
   });
+}
+
+// A peer process on this host that dies without leaving fails the group at once, named with
+// its pid (UCX's shared-memory transports report no peer failure: the transport watches the
+// process itself). Both ranks are forked, so neither inherits this process's UCX state.
+TEST_P(UcxTransport, PeerProcessThatDiesOnThisHostIsNamedAtOnce) {
+  UcxTls tls(GetParam());
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("chorus-ucx-die-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const UcxOptions options = smallOptions("die");
+  const auto rank = [&](int r) {
+    std::fflush(nullptr);
+    const pid_t child = ::fork();
+    if (child != 0) return child;
+    try {
+      FileStore store(dir.string());
+      auto connections = connectUcx(store, r, 2, options);
+      if (r == 1) ::_exit(0);  // dies without leaving
+      const auto start = std::chrono::steady_clock::now();
+      while (connections->abortReason().empty())
+        if (std::chrono::steady_clock::now() - start > 20s) ::_exit(2);
+      const std::string reason = connections->abortReason();
+      const bool named = reason.find("rank 1 (pid") != std::string::npos &&
+                         reason.find("exited before the group finished") != std::string::npos;
+      if (!named) std::fprintf(stderr, "rank 0's reason: %s\n", reason.c_str());
+      // Without the watch nothing would fail here at all (no call is running); 10 s leaves
+      // room for a sanitizer's slow exit of the dying process.
+      const bool quick = std::chrono::steady_clock::now() - start < 10s;
+      ::_exit(named ? (quick ? 0 : 3) : 4);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "rank %d: %s\n", r, e.what());
+      ::_exit(5);
+    }
+  };
+  const pid_t zero = rank(0), one = rank(1);
+  int status = 0;
+  ::waitpid(one, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "rank 1";
+  ::waitpid(zero, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "rank 0: 2 = no failure within 20 s, 3 = noticed after 10 s, 4 = another reason";
+  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tls, UcxTransport, ::testing::Values("tcp", "sm,self"),

@@ -5,9 +5,14 @@
 #include <poll.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <vector>
 
 namespace chorus::transport {
+
+// How often a transport's abortReason() checks its peers' processes: a dead peer is noticed
+// within this, and a caller polling in a loop pays one poll() syscall per interval.
+inline constexpr auto kPeerLivenessInterval = std::chrono::milliseconds(1);
 
 class PeerLiveness {
  public:

@@ -25,8 +25,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How often abortReason() looks at the peers' processes (one poll() per look).
-constexpr auto kLivenessInterval = std::chrono::milliseconds(1);
 constexpr int kMaxSlots = 1 << 16;
 constexpr std::size_t kMaxSlotBytes = std::size_t{1} << 40;
 constexpr int kMaxChannel = 1 << 16;
@@ -181,7 +179,7 @@ class ShmConnections final : public ConnectionSet {
       return {};
     std::unique_lock checking(livenessMutex_, std::try_to_lock);
     if (!checking.owns_lock()) return {};
-    nextLivenessCheck_.store((now + kLivenessInterval).time_since_epoch().count(),
+    nextLivenessCheck_.store((now + kPeerLivenessInterval).time_since_epoch().count(),
                              std::memory_order_relaxed);
     if (std::string reason = checkDeparted(); !reason.empty()) return reason;
     return checkPeers();

@@ -27,6 +27,7 @@
 #include "support/index.h"
 #include "transport/departures.h"
 #include "transport/process_identity.h"
+#include "transport/shm/peer_liveness.h"
 #include "transport/ucx/ucx_devices.h"
 #include "transport/ucx/ucx_transport.h"
 
@@ -322,6 +323,11 @@ class UcxConnections final : public ConnectionSet {
     }
     const std::string here = networkNamespaceId();
     store.set(key("host", rank_), toBytes(here));
+    const RankIdentity identity = identifyThisProcess();
+    std::vector<std::string> processes(ix(nranks_));
+    processes[ix(rank_)] =
+        fmt::format("{}/{} {}", identity.bootId, identity.pidNamespace, identity.pid);
+    store.set(key("process", rank_), toBytes(processes[ix(rank_)]));
     const auto deadline = deadlineAfter(options_.timeout);
     std::vector<std::string> hosts(ix(nranks_));
     hosts[ix(rank_)] = here;
@@ -329,6 +335,7 @@ class UcxConnections final : public ConnectionSet {
       if (!reaches(peer)) continue;
       const std::vector<std::uint8_t> theirs = store.get(key("address", peer), left(deadline));
       hosts[ix(peer)] = toString(store.get(key("host", peer), left(deadline)));
+      processes[ix(peer)] = toString(store.get(key("process", peer), left(deadline)));
       const bool sameHost = hosts[ix(peer)] == here;
       if (sameHost) ++ranksOnThisHost_;
       epArgs_[ix(peer)] = {this, peer};
@@ -356,6 +363,7 @@ class UcxConnections final : public ConnectionSet {
     for (int peer = 0; peer < nranks_; ++peer)
       if (reaches(peer)) store.get(key("ready", peer), left(deadline));
     if (options_.peers.empty()) hostOfRank_ = numberHosts(hosts);
+    watchLocalPeers(processes);
   }
 
   int ranksOnThisHost() const override { return ranksOnThisHost_; }
@@ -388,10 +396,12 @@ class UcxConnections final : public ConnectionSet {
   }
 
   std::string abortReason() const override {
-    if (!failed_.load(std::memory_order_acquire)) return {};
+    if (!failed_.load(std::memory_order_acquire) && !checkPeerProcesses()) return {};
     std::lock_guard lock(failureMutex_);
     return failure_;
   }
+
+  bool aborted() const override { return failed_.load(std::memory_order_acquire); }
 
   void publishCall(std::string_view description) override {
     departures_.otherCallStarts();
@@ -592,12 +602,57 @@ class UcxConnections final : public ConnectionSet {
   }
 
   // Records the group's first failure; false if one was recorded already.
-  bool fail(const std::string& reason) {
+  bool fail(const std::string& reason) const {
     std::lock_guard lock(failureMutex_);
     if (failed_.load(std::memory_order_relaxed)) return false;
     failure_ = reason;
     failed_.store(true, std::memory_order_release);
     return true;
+  }
+
+  // At most every kPeerLivenessInterval, one thread at a time: a watched peer process that exited
+  // without leaving fails the group. True when the group has failed.
+  bool checkPeerProcesses() const {
+    if (!liveness_) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (now.time_since_epoch().count() < nextLivenessCheck_.load(std::memory_order_relaxed))
+      return false;
+    std::unique_lock checking(livenessMutex_, std::try_to_lock);
+    if (!checking.owns_lock()) return false;
+    nextLivenessCheck_.store((now + kPeerLivenessInterval).time_since_epoch().count(),
+                             std::memory_order_relaxed);
+    for (int exited = liveness_->findExited(); exited >= 0; exited = liveness_->findExited()) {
+      if (departures_.departed(exited)) {
+        liveness_->forget(exited);
+        continue;
+      }
+      fail(fmt::format(
+          "ucx transport: rank {} (pid {}) exited before the group finished: it crashed, was "
+          "killed or returned early; see that rank's own error",
+          exited, liveness_->pidOf(exited)));
+      return true;
+    }
+    return false;
+  }
+
+  // Watches the peers on this host that run in another process (`processes[r]`: "<boot id>/<pid
+  // namespace> <pid>" of rank r, empty for peers not reached).
+  void watchLocalPeers(const std::vector<std::string>& processes) {
+    const std::string& mine = processes[ix(rank_)];
+    const std::string here = mine.substr(0, mine.rfind(' '));
+    std::vector<pid_t> pids(ix(nranks_), 0);
+    std::vector<bool> watch(ix(nranks_), false);
+    bool any = false;
+    for (int peer = 0; peer < nranks_; ++peer) {
+      const std::string& theirs = processes[ix(peer)];
+      const std::size_t space = theirs.rfind(' ');
+      if (!reaches(peer) || space == std::string::npos || theirs.substr(0, space) != here ||
+          theirs == mine)  // ranks that are threads of this process share its pid
+        continue;
+      pids[ix(peer)] = static_cast<pid_t>(std::stol(theirs.substr(space + 1)));
+      watch[ix(peer)] = any = true;
+    }
+    if (any) liveness_ = std::make_unique<PeerLiveness>(std::move(pids), watch);
   }
 
   void lost(int peer, ucs_status_t status) {
@@ -985,8 +1040,13 @@ class UcxConnections final : public ConnectionSet {
   std::map<std::pair<int, int>, std::unique_ptr<UcxRecvFifo>> recvs_;
 
   mutable std::mutex failureMutex_;
-  std::atomic<bool> failed_{false};
-  std::string failure_;
+  mutable std::atomic<bool> failed_{false};
+  mutable std::string failure_;
+  // Peers on this host in another process, watched so one that exits fails the group at once
+  // (UCX's shared-memory transports report no peer failure); null when there are none.
+  std::unique_ptr<PeerLiveness> liveness_;
+  mutable std::mutex livenessMutex_;  // held by the thread running the check
+  mutable std::atomic<std::chrono::steady_clock::rep> nextLivenessCheck_{0};
   std::vector<std::string> peerCalls_;      // failureMutex_
   std::vector<std::uint64_t> peerNumbers_;  // failureMutex_: their collective + 1
   Departures departures_;  // peers that said bye, and the collective this rank runs
