@@ -22,6 +22,7 @@
 #include "chorus/error.h"
 #include "connected_ranks.h"
 #include "transport/file_store.h"
+#include "transport/shm/registered_memory.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace chorus::transport::ucx_transport_test {
@@ -165,6 +166,63 @@ TEST_P(UcxTransport, PostedReceivesByRendezvous) {
   UcxTls tls(GetParam());
   UcxVariable rendezvous("UCX_RNDV_THRESH", "0");
   testing_support::expectPostedReceives(ucxConnect(singleCopyOptions("post-rndv")));
+}
+
+// Messages by reference from registered memory (chorus::memAlloc) and posted into it travel
+// with the allocation's UCP handle; eager and by rendezvous, the bytes arrive whole.
+void expectRegisteredMemoryTravels(const UcxOptions& options) {
+  constexpr std::size_t kBytes = 600'000;
+  constexpr int kMessages = 6;
+  std::atomic<bool> posted{false}, read{false};
+  onRanks(2, options, [&](int rank, ConnectionSet& c) {
+    auto* memory = static_cast<std::uint8_t*>(allocateRegistered(kBytes * kMessages));
+    if (rank == 0) {
+      Fifo& f = c.sendFifo(1, 0);
+      for (std::size_t j = 0; j < kBytes * kMessages; ++j)
+        memory[j] = testing_support::byReferencePattern(5, 0, j);
+      spinUntil([&] { return posted.load(); }, "the receiver's posts");
+      std::vector<std::uint64_t> tickets;
+      for (int m = 0; m < kMessages; ++m) {
+        spinUntil([&] { return f.trySendSlot() != nullptr; }, "a credit");
+        const RemoteRegion region{reinterpret_cast<std::uint64_t>(memory + m * kBytes), kBytes,
+                                  kBytes, 1};
+        tickets.push_back(f.commitRemote(region, 60 + static_cast<std::uint64_t>(m)));
+      }
+      for (const std::uint64_t ticket : tickets)
+        spinUntil([&] { return f.remoteSettled(ticket); }, "a message to settle");
+      spinUntil([&] { return read.load(); }, "the receiver");
+    } else {
+      Fifo& f = c.recvFifo(0, 0);
+      for (int m = 0; m < kMessages; ++m) {
+        const RemoteRegion region{reinterpret_cast<std::uint64_t>(memory + m * kBytes), kBytes,
+                                  kBytes, 1};
+        ASSERT_TRUE(
+            f.postRecv(region, 60 + static_cast<std::uint64_t>(m), static_cast<std::size_t>(m)));
+      }
+      posted.store(true);
+      for (int m = 0; m < kMessages; ++m) {
+        RecvSlot slot;
+        spinUntil([&] { return f.tryRecvSlot(&slot); }, "a message");
+        ASSERT_TRUE(slot.delivered) << "message " << m;
+        f.releaseRecv();
+      }
+      for (std::size_t j = 0; j < kBytes * kMessages; ++j)
+        ASSERT_EQ(memory[j], testing_support::byReferencePattern(5, 0, j)) << "byte " << j;
+      read.store(true);
+    }
+    freeRegistered(memory);
+  });
+}
+
+TEST_P(UcxTransport, RegisteredMemoryTravelsWithItsHandle) {
+  UcxTls tls(GetParam());
+  expectRegisteredMemoryTravels(singleCopyOptions("registered"));
+}
+
+TEST_P(UcxTransport, RegisteredMemoryTravelsWithItsHandleByRendezvous) {
+  UcxTls tls(GetParam());
+  UcxVariable rendezvous("UCX_RNDV_THRESH", "0");
+  expectRegisteredMemoryTravels(singleCopyOptions("registered-rndv"));
 }
 
 // A message that landed in its posted region but was not received yet moves to its slot on

@@ -29,6 +29,7 @@
 #include "transport/process_identity.h"
 #include "transport/shm/peer_liveness.h"
 #include "transport/ucx/ucx_devices.h"
+#include "transport/ucx/ucx_registrations.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace chorus::transport {
@@ -70,6 +71,9 @@ constexpr auto kIdleWait = std::chrono::milliseconds(100);
 // While the interpreter has polled within this long it drives the worker itself, and the
 // progress thread does not wait on the worker's events (tcp_connections.cpp does the same).
 constexpr std::chrono::steady_clock::duration kUcxHandOffAfter = std::chrono::milliseconds(2);
+// Messages of at least this many bytes are read in UCX's receive buffer when UCX lets us hold it;
+// smaller ones are copied into their slot, which costs less than returning the buffer later.
+constexpr std::size_t kHoldFromBytes = 4096;
 // How long unpost() waits for a rendezvous fetch into a posted region (it cannot be cancelled).
 constexpr auto kUnpostLimit = std::chrono::seconds(5);
 
@@ -92,7 +96,8 @@ struct SlotSend {
   std::uint64_t ticket = 0;  // worker lock
   std::atomic<bool> busy{false};
   std::atomic<std::uint64_t> done{0};
-  std::vector<ucp_dt_iov_t> iov;  // a message by reference in several pieces, until sent
+  std::vector<ucp_dt_iov_t> iov;   // a message by reference in several pieces, until sent
+  std::uint64_t registration = 0;  // worker lock: UcxRegistrations::acquire's use, until sent
 };
 
 // The pieces of `region` as UCP's iov datatype (UCX reads or writes them in order).
@@ -258,8 +263,9 @@ struct PendingReceive {
   UcxConnections* owner = nullptr;
   UcxRecvFifo* fifo = nullptr;
   std::uint64_t seq = 0;
-  bool posted = false;            // into the message's posted region
-  std::vector<ucp_dt_iov_t> iov;  // that region's pieces, until the fetch completes
+  bool posted = false;             // into the message's posted region
+  std::vector<ucp_dt_iov_t> iov;   // that region's pieces, until the fetch completes
+  std::uint64_t registration = 0;  // UcxRegistrations::acquire's use, until the fetch completes
 };
 
 class UcxConnections final : public ConnectionSet {
@@ -295,6 +301,7 @@ class UcxConnections final : public ConnectionSet {
     const ucs_status_t initialized = ucp_init(&params, config, &context_);
     ucp_config_release(config);
     check(initialized, "ucp_init");
+    registrations_ = std::make_unique<UcxRegistrations>(context_);
     ucp_worker_params_t workerParams{};
     workerParams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     workerParams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
@@ -464,6 +471,7 @@ class UcxConnections final : public ConnectionSet {
     if (region != nullptr && contiguous(*region)) {
       buffer = reinterpret_cast<const void*>(region->address);
       count = region->bytes();
+      withRegistration(*region, &param, &slot->registration);
     } else if (region != nullptr) {
       regionIov(*region, &slot->iov);
       param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
@@ -608,6 +616,16 @@ class UcxConnections final : public ConnectionSet {
     failure_ = reason;
     failed_.store(true, std::memory_order_release);
     return true;
+  }
+
+  // Under the worker lock: passes UCP the handle of the registered memory holding `region`
+  // (contiguous), if it is some; `use` is for registrations_->release() when UCP is done.
+  void withRegistration(const RemoteRegion& region, ucp_request_param_t* param,
+                        std::uint64_t* use) {
+    if (const ucp_mem_h memh = registrations_->acquire(region, use)) {
+      param->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+      param->memh = memh;
+    }
   }
 
   // At most every kPeerLivenessInterval, one thread at a time: a watched peer process that exited
@@ -803,6 +821,7 @@ class UcxConnections final : public ConnectionSet {
       ucp_worker_destroy(worker_);
       worker_ = nullptr;
     }
+    registrations_.reset();  // unmaps, before the context goes
     if (context_ != nullptr) ucp_cleanup(context_);
     context_ = nullptr;
     for (int& fd : wakePipe_)
@@ -883,7 +902,8 @@ class UcxConnections final : public ConnectionSet {
     if (std::string problem = fifo.land(seq, length, h.tag, &at, &post); !problem.empty())
       return self->protocolError(problem);
     if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
-      if (post == nullptr && length > 0 && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0) {
+      if (post == nullptr && length >= kHoldFromBytes &&
+          (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0) {
         // UCX lets us keep its buffer: the receiver reads the message there, one copy fewer.
         fifo.landedHeld(seq, data);
         return UCS_INPROGRESS;
@@ -911,6 +931,7 @@ class UcxConnections final : public ConnectionSet {
     std::size_t count = length;
     if (post != nullptr && contiguous(*post)) {
       buffer = reinterpret_cast<void*>(post->address);
+      self->withRegistration(*post, &receive, &pending->registration);
     } else if (post != nullptr) {
       regionIov(*post, &pending->iov);
       receive.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
@@ -920,6 +941,8 @@ class UcxConnections final : public ConnectionSet {
     }
     const ucs_status_ptr_t request =
         ucp_am_recv_data_nbx(self->worker_, data, buffer, count, &receive);
+    if (request == nullptr || UCS_PTR_IS_ERR(request))
+      self->registrations_->release(pending->registration);
     if (request == nullptr) {
       fifo.landed(seq, post != nullptr);
     } else if (UCS_PTR_IS_ERR(request)) {
@@ -934,6 +957,7 @@ class UcxConnections final : public ConnectionSet {
   static void onReceived(void* request, ucs_status_t status, std::size_t, void* user) {
     std::unique_ptr<PendingReceive> pending(static_cast<PendingReceive*>(user));
     if (pending->posted) --pending->fifo->fetchingIntoPosts;
+    pending->owner->registrations_->release(pending->registration);
     if (status == UCS_OK)
       pending->fifo->landed(pending->seq, pending->posted);
     else
@@ -996,6 +1020,7 @@ class UcxConnections final : public ConnectionSet {
 
   // Under the worker lock: UCP is done with the slot's message (sent, or never to be).
   static void slotSent(SlotSend* slot) {
+    slot->owner->registrations_->release(std::exchange(slot->registration, 0));
     slot->done.store(slot->ticket, std::memory_order_release);
     slot->busy.store(false, std::memory_order_release);
   }
@@ -1025,6 +1050,7 @@ class UcxConnections final : public ConnectionSet {
   const UcxOptions options_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
+  std::unique_ptr<UcxRegistrations> registrations_;  // worker lock
   int efd_ = -1;
   int wakePipe_[2] = {-1, -1};
   std::vector<ucp_ep_h> eps_;
