@@ -21,8 +21,10 @@
 // 64 KiB and receives 256 KiB at a time instead of 8 and 64 KiB. Where UCX finds an RDMA
 // device, or UCX_RNDV_THRESH is set, UCX chooses eager or rendezvous (zero-copy) by size.
 //
-// Not yet: registered memory (chorusMemAlloc) is not registered with UCP; device buffers are not
-// passed to UCX. docs/multihost.md "The ucx transport".
+// Registered memory (chorus::memAlloc) travels with its UCP memory handle (ucx_registrations.h).
+// Peers on this host in other processes are watched (pidfd), since UCX's shared-memory transports
+// report no peer failure. Not yet: device buffers are not passed to UCX. docs/multihost.md
+// "The ucx transport".
 #pragma once
 
 #include <chrono>
