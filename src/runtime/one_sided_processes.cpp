@@ -5,8 +5,9 @@
 // segment, and per iteration: refills its inputs and resets its region, joins a barrier, runs its
 // threadblocks on all ranks' mapped memory, joins a barrier. Then it copies its buffers back
 // out of the segment and checks them. The segments' names are removed once every rank has
-// mapped them; the parent sweeps any a killed rank left. Over tcp (OneSidedTcpRank) ranks share
-// no memory: port-channel puts and signals travel as messages that each rank's receiver lands.
+// mapped them; the parent sweeps any a killed rank left. Over tcp and ucx (OneSidedMessageRank)
+// ranks share no memory: port-channel puts and signals travel as messages that each rank's receiver
+// lands.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -162,15 +163,15 @@ class OneSidedShmRank {
   std::uint64_t barriers_ = 0;
 };
 
-// One rank over tcp: its memory on its own heap, port-channel puts and signals sent to peers as
-// messages on connection channel 0 (one FIFO per pair keeps a rank's writes to a peer in
-// order, so a signal follows the puts before it), and an agent thread that lands what peers
-// send. Launches are fenced by `ready` (every rank reset) and `done` (every rank finished, and
-// everything it sent here landed, since its `done` came last) messages.
-class OneSidedTcpRank : public OneSidedPortLink {
+// One rank over tcp or ucx: its memory on its own heap, port-channel puts and signals sent to peers
+// as messages on connection channel 0 (one FIFO per pair keeps a rank's writes to a peer in order,
+// so a signal follows the puts before it), and an agent thread that lands what peers send. Launches
+// are fenced by `ready` (every rank reset) and `done` (every rank finished, and everything it sent
+// here landed, since its `done` came last) messages.
+class OneSidedMessageRank : public OneSidedPortLink {
  public:
-  OneSidedTcpRank(const ir::Algorithm& algorithm, const RunOptions& options, int rank,
-                  transport::ConnectionSet& connections)
+  OneSidedMessageRank(const ir::Algorithm& algorithm, const RunOptions& options, int rank,
+                      transport::ConnectionSet& connections)
       : a_(algorithm),
         options_(options),
         rank_(rank),
@@ -329,20 +330,21 @@ class OneSidedTcpRank : public OneSidedPortLink {
 }  // namespace
 
 RunReport runOneSidedOnProcesses(const ir::Algorithm& algorithm, const RunOptions& options) {
-  const bool overTcp = options.transport == "tcp";
+  // Over tcp and ucx ranks share no memory: port channels travel as messages.
+  const bool asMessages = options.transport == "tcp" || options.transport == "ucx";
   if (!options.transport.empty() && options.transport != "shm" && options.transport != "auto" &&
-      !overTcp)
+      !asMessages)
     throw OptionError(fmt::format(
         "plan '{}' is one-sided (an MSCCL++ plan): its rank processes run over --transport shm "
-        "(mapped peer memory) or tcp (port channels as messages), not {}",
+        "(mapped peer memory), tcp or ucx (port channels as messages), not {}",
         algorithm.name, options.transport));
   requireRunnableOneSided(algorithm, options);
-  if (overTcp) requirePortChannelsOnly(algorithm, "tcp");
+  if (asMessages) requirePortChannelsOnly(algorithm, options.transport);
   const std::string prefix = uniqueRunPrefix();
   const ShmNameSweeper sweeper(prefix);
   RankProcessOptions launch;
   launch.nranks = algorithm.nranks;
-  launch.transport = overTcp ? "tcp" : "shm";
+  launch.transport = asMessages ? options.transport : "shm";
   launch.fifo = options.fifo;
   launch.timeout = options.timeout;
   const int iterations = std::max(1, options.iterations);
@@ -351,7 +353,7 @@ RunReport runOneSidedOnProcesses(const ir::Algorithm& algorithm, const RunOption
                      barrierWait(options) * (2 * iterations + 1) + std::chrono::seconds(10);
   const auto outcomes =
       runRankProcesses(launch, [&](int rank, transport::ConnectionSet& connections) {
-        if (overTcp) return OneSidedTcpRank(algorithm, options, rank, connections).run();
+        if (asMessages) return OneSidedMessageRank(algorithm, options, rank, connections).run();
         OneSidedShmRank self(algorithm, options, rank, connections, prefix);
         return self.run();
       });

@@ -176,14 +176,16 @@ TEST(OneSidedRunner, ADeadlockOnProcessesTimesOutNamingTheStep) {
   }
 }
 
-// Over tcp, port-channel puts and signals travel as messages, landed by each rank's receiver:
-// port-channel plans run exactly, messages larger than a FIFO slot included.
-TEST(OneSidedRunner, TcpRunsPortChannelPlansExactly) {
+// Over tcp and ucx, port-channel puts and signals travel as messages, landed by each rank's
+// receiver: port-channel plans run exactly, messages larger than a FIFO slot included.
+class OneSidedOverMessages : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OneSidedOverMessages, PortChannelPlansRunExactly) {
   for (int n : {2, 3}) {
     for (std::size_t count : {std::size_t{1000}, std::size_t{300'000}}) {
       SCOPED_TRACE(testing::Message() << n << " ranks, count " << count);
       RunOptions options = optionsFor(count, DataType::int32);
-      options.transport = "tcp";
+      options.transport = GetParam();
       options.iterations = 2;
       for (const nlohmann::json& plan : {plans::portAllGather(n), plans::portPacketAllGather(n)}) {
         const RunReport report = runOnProcesses(planOf(plan), options);
@@ -194,23 +196,24 @@ TEST(OneSidedRunner, TcpRunsPortChannelPlansExactly) {
   }
 }
 
-TEST(OneSidedRunner, TcpRefusesMemoryChannelsByName) {
+TEST_P(OneSidedOverMessages, MemoryChannelsAreRefusedByName) {
   RunOptions options = optionsFor(64, DataType::float32);
-  options.transport = "tcp";
+  options.transport = GetParam();
   try {
     runOnProcesses(planOf(plans::twoPhaseAllReduce(2)), options);
-    FAIL() << "tcp took a memory-channel plan";
+    FAIL() << GetParam() << " took a memory-channel plan";
   } catch (const OptionError& error) {
     EXPECT_THAT(error.what(), HasSubstr("rank 0 tb 0 step 0 (put with rank 1) reaches rank 1's "
                                         "memory through a memory channel"));
+    EXPECT_THAT(error.what(), HasSubstr(GetParam()));
   }
 }
 
-TEST(OneSidedRunner, ADeadlockOverTcpTimesOutNamingTheStep) {
+TEST_P(OneSidedOverMessages, ADeadlockTimesOutNamingTheStep) {
   nlohmann::json plan = plans::portAllGather(2);
   plan["gpus"][0]["threadblocks"][0]["ops"].erase(1);  // rank 0's put-with-signal
   RunOptions options = optionsFor(64, DataType::int32);
-  options.transport = "tcp";
+  options.transport = GetParam();
   options.timeout = std::chrono::milliseconds(300);
   try {
     runOnProcesses(planOf(plan), options);
@@ -220,6 +223,11 @@ TEST(OneSidedRunner, ADeadlockOverTcpTimesOutNamingTheStep) {
                                         "waited 0 s for signal number 1 from rank 0"));
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, OneSidedOverMessages, ::testing::Values("tcp", "ucx"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
 
 }  // namespace
 }  // namespace chorus::runtime
