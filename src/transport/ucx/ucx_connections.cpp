@@ -29,6 +29,7 @@
 #include "transport/process_identity.h"
 #include "transport/shm/peer_liveness.h"
 #include "transport/ucx/ucx_devices.h"
+#include "transport/ucx/ucx_fifo.h"
 #include "transport/ucx/ucx_registrations.h"
 #include "transport/ucx/ucx_transport.h"
 
@@ -40,18 +41,6 @@ constexpr unsigned kDataAm = 1;
 constexpr unsigned kCreditAm = 2;
 constexpr unsigned kControlAm = 3;
 
-struct DataHeader {
-  std::uint32_t from = 0;
-  std::uint32_t channel = 0;
-  std::uint64_t tag = 0;
-  std::uint64_t call = 0;  // the sender's collective number + 1 (0: none)
-  // The message's index on its FIFO: UCP does not promise to deliver active messages in order,
-  // so the receiver places each by its index, not by when it came.
-  std::uint64_t seq = 0;
-  // Credits for the FIFO the other way on this channel (receiver -> sender): returned with
-  // data where a pair exchanges messages both ways, instead of in a message of their own.
-  std::uint64_t credits = 0;
-};
 struct CreditHeader {
   std::uint32_t from = 0;
   std::uint32_t channel = 0;
@@ -74,11 +63,7 @@ constexpr std::chrono::steady_clock::duration kUcxHandOffAfter = std::chrono::mi
 // Messages of at least this many bytes are read in UCX's receive buffer when UCX lets us hold it;
 // smaller ones are copied into their slot, which costs less than returning the buffer later.
 constexpr std::size_t kHoldFromBytes = 4096;
-// How long unpost() waits for a rendezvous fetch into a posted region (it cannot be cancelled).
-constexpr auto kUnpostLimit = std::chrono::seconds(5);
-
 class UcxConnections;
-class UcxRecvFifo;
 
 // A message whose header (and payload) must outlive its send: freed by its completion.
 struct OwnedSend {
@@ -86,176 +71,6 @@ struct OwnedSend {
   int peer = 0;
   std::vector<std::uint8_t> header;
   std::string payload;
-};
-
-// One slot's send state: busy from its commit until UCP completes the send. A message's ticket is
-// its 1-based index on the FIFO; `done` is the last ticket of this slot UCP completed.
-struct SlotSend {
-  UcxConnections* owner = nullptr;
-  int peer = 0;
-  std::uint64_t ticket = 0;  // worker lock
-  std::atomic<bool> busy{false};
-  std::atomic<std::uint64_t> done{0};
-  std::vector<ucp_dt_iov_t> iov;   // a message by reference in several pieces, until sent
-  std::uint64_t registration = 0;  // worker lock: UcxRegistrations::acquire's use, until sent
-};
-
-// The pieces of `region` as UCP's iov datatype (UCX reads or writes them in order).
-void regionIov(const RemoteRegion& region, std::vector<ucp_dt_iov_t>* iov) {
-  iov->resize(region.pieces);
-  for (std::uint32_t i = 0; i < region.pieces; ++i)
-    (*iov)[i] = {reinterpret_cast<void*>(region.address + i * region.stride),
-                 static_cast<std::size_t>(region.pieceBytes)};
-}
-
-// Whether `region` is one contiguous run of bytes.
-bool contiguous(const RemoteRegion& region) {
-  return region.pieces <= 1 || region.stride == region.pieceBytes;
-}
-
-// What both ends of a ucx FIFO have: the connection they belong to and a ring of `slots` local
-// slots of `slotBytes`. Each end implements its own side of Fifo; the other side's calls are
-// internal errors.
-class UcxSlotRing : public Fifo {
- public:
-  UcxSlotRing(UcxConnections& owner, int peer, int channel, const FifoOptions& options)
-      : owner_(owner),
-        peer_(peer),
-        channel_(channel),
-        slots_(static_cast<std::uint64_t>(options.slots)),
-        slotBytes_(options.slotBytes),
-        singleCopyBytes_(options.singleCopyBytes),
-        buffer_(static_cast<std::size_t>(options.slots) * options.slotBytes) {}
-  std::uint8_t* trySendSlot() override {
-    CHORUS_INTERNAL_ASSERT(false, "trySendSlot on a ucx receive FIFO");
-    return nullptr;
-  }
-  void commitSend(std::size_t, std::uint64_t) override {
-    CHORUS_INTERNAL_ASSERT(false, "commitSend on a ucx receive FIFO");
-  }
-  bool tryRecvSlot(RecvSlot*) override {
-    CHORUS_INTERNAL_ASSERT(false, "tryRecvSlot on a ucx send FIFO");
-    return false;
-  }
-  void releaseRecv() override { CHORUS_INTERNAL_ASSERT(false, "releaseRecv on a ucx send FIFO"); }
-  std::size_t slotBytes() const override { return slotBytes_; }
-  int slotCount() const override { return static_cast<int>(slots_); }
-  int peer() const { return peer_; }
-  int channel() const { return channel_; }
-
- protected:
-  std::uint8_t* slotAt(std::uint64_t seq) { return buffer_.data() + (seq % slots_) * slotBytes_; }
-
-  UcxConnections& owner_;
-  const int peer_;
-  const int channel_;
-  const std::uint64_t slots_;
-  const std::size_t slotBytes_;
-  const std::size_t singleCopyBytes_;
-  std::vector<std::uint8_t> buffer_;
-};
-
-class UcxSendFifo final : public UcxSlotRing {
- public:
-  UcxSendFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options);
-  std::uint8_t* trySendSlot() override;
-  void commitSend(std::size_t bytes, std::uint64_t tag) override;
-  // Single copy: a message by reference leaves from the sender's region itself (UCP reads it,
-  // by copy for eager sizes or zero-copy for rendezvous) and settles when UCP completes it.
-  bool acceptsRemote(std::size_t bytes) const override {
-    return singleCopyBytes_ != 0 && bytes >= singleCopyBytes_ && bytes <= slotBytes_;
-  }
-  bool remoteSavesACopy() const override { return true; }
-  std::uint64_t commitRemote(const RemoteRegion& region, std::uint64_t tag) override;
-  bool remoteSettled(std::uint64_t ticket) const override {
-    return sends_[(ticket - 1) % slots_].done.load(std::memory_order_acquire) >= ticket;
-  }
-  // A send UCP has started cannot change its source: the message settles once the receiver's
-  // progress (its progress thread) has taken it, without help from this side's interpreter.
-  bool evictRemote(std::uint64_t ticket) override;
-  void addCredits(std::uint64_t count) { credited_.fetch_add(count, std::memory_order_release); }
-  // The receive FIFO from the same peer on the same channel, whose credits ride this FIFO's
-  // messages (set once, under the connections' FIFO lock).
-  void pairWith(UcxRecvFifo* back) { back_.store(back, std::memory_order_release); }
-  bool busy() const {
-    for (std::uint64_t s = 0; s < slots_; ++s)
-      if (sends_[s].busy.load(std::memory_order_acquire)) return true;
-    return false;
-  }
-  std::uint64_t outstanding() const {
-    return next_.load(std::memory_order_acquire) - credited_.load(std::memory_order_acquire);
-  }
-
- private:
-  // Fills the header of the next message and returns its slot index.
-  std::uint64_t nextHeader(std::uint64_t tag);
-
-  std::vector<DataHeader> headers_;
-  std::unique_ptr<SlotSend[]> sends_;
-  std::atomic<UcxRecvFifo*> back_{nullptr};
-  std::atomic<std::uint64_t> next_{0};  // messages committed
-  std::atomic<std::uint64_t> credited_{0};
-};
-
-class UcxRecvFifo final : public UcxSlotRing {
- public:
-  UcxRecvFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options);
-  bool tryRecvSlot(RecvSlot* slot) override;
-  void releaseRecv() override;
-  // Posted receives: a message that matches its post is written (or fetched, for a
-  // rendezvous) straight into the region, not into its slot.
-  bool acceptsPost(std::size_t bytes) const override {
-    return singleCopyBytes_ != 0 && bytes >= singleCopyBytes_ && bytes <= slotBytes_;
-  }
-  bool postRecv(const RemoteRegion& region, std::uint64_t tag, std::size_t ahead) override;
-  // Drops every post and waits (at most kUnpostLimit) for fetches into posted regions under way;
-  // a message fetched there already moves to its slot.
-  void unpost() override;
-
-  // Under the worker lock (a UCP callback): where message `seq` lands: "" and its slot, or what
-  // is wrong (a message the sender had no credit for, one seen before, one too large). `post`
-  // gets its posted region, or nullptr.
-  std::string land(std::uint64_t seq, std::size_t bytes, std::uint64_t tag, std::uint8_t** at,
-                   const RemoteRegion** post);
-  // Under the worker lock: message `seq` is complete, in its slot or (`delivered`) its region.
-  void landed(std::uint64_t seq, bool delivered);
-  // Under the worker lock: message `seq` is complete in UCX's buffer `data` (held: the receiver
-  // reads it there, and releaseRecv() returns it to UCX).
-  void landedHeld(std::uint64_t seq, void* data) {
-    meta_[seq % slots_].held = data;
-    landed(seq, false);
-  }
-  // Under the worker lock, when the connections close: returns every buffer still held.
-  void releaseHeld(ucp_worker_h worker) {
-    for (Meta& meta : meta_)
-      if (meta.held != nullptr) ucp_am_data_release(worker, std::exchange(meta.held, nullptr));
-  }
-  // Credits released since the last credit message (taken by the caller, which sends them).
-  std::uint64_t takeCredits() { return pendingCredits_.exchange(0, std::memory_order_acq_rel); }
-  // Worker lock: fetches into posted regions under way.
-  int fetchingIntoPosts = 0;
-
- private:
-  struct Meta {
-    std::size_t bytes = 0;
-    std::uint64_t tag = 0;
-    bool delivered = false;  // the payload went to `region`
-    RemoteRegion region;
-    // The payload left in UCX's receive buffer (held until releaseRecv()), instead of the slot.
-    void* held = nullptr;
-  };
-  struct Post {
-    RemoteRegion region;
-    std::uint64_t tag = 0;
-    std::uint64_t seq = 0;
-    bool active = false;
-  };
-  std::vector<Meta> meta_;                               // per slot
-  std::vector<Post> posts_;                              // per slot (worker lock)
-  std::vector<std::uint64_t> claimed_;                   // seq + 1 once placed (worker lock)
-  std::unique_ptr<std::atomic<std::uint64_t>[]> ready_;  // seq + 1 once landed
-  std::atomic<std::uint64_t> consumed_{0};
-  std::atomic<std::uint64_t> pendingCredits_{0};
 };
 
 // What a receive that UCP finishes later needs.
@@ -268,7 +83,7 @@ struct PendingReceive {
   std::uint64_t registration = 0;  // UcxRegistrations::acquire's use, until the fetch completes
 };
 
-class UcxConnections final : public ConnectionSet {
+class UcxConnections final : public ConnectionSet, public UcxFifoOwner {
  public:
   UcxConnections(int rank, int nranks, const UcxOptions& options)
       : rank_(rank),
@@ -377,6 +192,10 @@ class UcxConnections final : public ConnectionSet {
   std::vector<int> hostOfRank() const override { return hostOfRank_; }
 
   int rank() const override { return rank_; }
+  int fifoRank() const override { return rank_; }
+  std::uint64_t currentCall() const override {
+    return currentCall_.load(std::memory_order_relaxed);
+  }
   int nranks() const override { return nranks_; }
 
   Fifo& sendFifo(int peer, int channel) override {
@@ -453,8 +272,8 @@ class UcxConnections final : public ConnectionSet {
 
   // Sends message `header` to `peer`: `bytes` at `data`, or (`region` not nullptr) the pieces of
   // `region`; `slot` tracks completion.
-  void sendData(int peer, const DataHeader* header, const std::uint8_t* data, std::size_t bytes,
-                const RemoteRegion* region, SlotSend* slot) {
+  void sendData(int peer, const UcxDataHeader* header, const std::uint8_t* data, std::size_t bytes,
+                const RemoteRegion* region, UcxSlotSend* slot) override {
     std::lock_guard lock(workerMutex_);
     slot->busy.store(true, std::memory_order_relaxed);
     slot->ticket = header->seq + 1;
@@ -491,7 +310,7 @@ class UcxConnections final : public ConnectionSet {
 
   // Nothing to receive or no credit: move what the worker holds now and send pending credits,
   // unless another thread is doing so.
-  void poke() {
+  void poke() override {
     lastPoke_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
                     std::memory_order_relaxed);
     std::unique_lock lock(workerMutex_, std::try_to_lock);
@@ -500,26 +319,26 @@ class UcxConnections final : public ConnectionSet {
   }
 
   // A receive FIFO released enough slots: credit them now.
-  void creditNow(UcxRecvFifo& fifo) {
+  void creditNow(UcxRecvFifo& fifo) override {
     std::lock_guard lock(workerMutex_);
     sendCreditsLocked(fifo);
   }
 
   // A receive FIFO has credits to return (its first since the last were sent): the next
   // progress sends them.
-  void creditLater(UcxRecvFifo& fifo) {
+  void creditLater(UcxRecvFifo& fifo) override {
     std::lock_guard lock(creditQueueMutex_);
     creditQueue_.push_back(&fifo);
   }
 
-  std::mutex& workerMutex() { return workerMutex_; }
+  std::mutex& workerMutex() override { return workerMutex_; }
   // Returns a receive buffer UCX let a FIFO hold (UCP_AM_RECV_ATTR_FLAG_DATA).
-  void releaseData(void* data) {
+  void releaseData(void* data) override {
     std::lock_guard lock(workerMutex_);
     ucp_am_data_release(worker_, data);
   }
   // Under the worker lock: moves what the worker holds now.
-  void progressWorkerLocked() { ucp_worker_progress(worker_); }
+  void progressWorkerLocked() override { ucp_worker_progress(worker_); }
 
  private:
   struct EpArg {
@@ -883,7 +702,7 @@ class UcxConnections final : public ConnectionSet {
   static ucs_status_t onData(void* arg, const void* header, std::size_t headerBytes, void* data,
                              std::size_t length, const ucp_am_recv_param_t* param) {
     auto* self = static_cast<UcxConnections*>(arg);
-    DataHeader h;
+    UcxDataHeader h;
     if (headerBytes != sizeof h) return self->protocolError("a data message with a bad header");
     std::memcpy(&h, header, sizeof h);
     if (h.from >= static_cast<std::uint32_t>(self->nranks_) || h.channel >= (1u << 16))
@@ -1012,15 +831,16 @@ class UcxConnections final : public ConnectionSet {
   }
 
   static void onSlotSent(void* request, ucs_status_t status, void* user) {
-    auto* slot = static_cast<SlotSend*>(user);
-    if (status != UCS_OK) slot->owner->lost(slot->peer, status);
+    auto* slot = static_cast<UcxSlotSend*>(user);
+    if (status != UCS_OK) static_cast<UcxConnections*>(slot->owner)->lost(slot->peer, status);
     slotSent(slot);
     ucp_request_free(request);
   }
 
   // Under the worker lock: UCP is done with the slot's message (sent, or never to be).
-  static void slotSent(SlotSend* slot) {
-    slot->owner->registrations_->release(std::exchange(slot->registration, 0));
+  static void slotSent(UcxSlotSend* slot) {
+    static_cast<UcxConnections*>(slot->owner)
+        ->registrations_->release(std::exchange(slot->registration, 0));
     slot->done.store(slot->ticket, std::memory_order_release);
     slot->busy.store(false, std::memory_order_release);
   }
@@ -1087,167 +907,7 @@ class UcxConnections final : public ConnectionSet {
   std::atomic<bool> stopping_{false};
   std::thread progress_;
   std::atomic<std::chrono::steady_clock::rep> lastPoke_{0};  // when a FIFO call last polled
-
-  friend class UcxSendFifo;
 };
-
-UcxSendFifo::UcxSendFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options)
-    : UcxSlotRing(owner, peer, channel, options),
-      headers_(static_cast<std::size_t>(options.slots)),
-      sends_(std::make_unique<SlotSend[]>(static_cast<std::size_t>(options.slots))) {
-  for (std::uint64_t s = 0; s < slots_; ++s) {
-    sends_[s].owner = &owner;
-    sends_[s].peer = peer;
-  }
-}
-
-std::uint8_t* UcxSendFifo::trySendSlot() {
-  const std::uint64_t next = next_.load(std::memory_order_relaxed);
-  const std::uint64_t s = next % slots_;
-  if (next - credited_.load(std::memory_order_acquire) >= slots_ ||
-      sends_[s].busy.load(std::memory_order_acquire)) {
-    owner_.poke();
-    if (next - credited_.load(std::memory_order_acquire) >= slots_ ||
-        sends_[s].busy.load(std::memory_order_acquire))
-      return nullptr;
-  }
-  return slotAt(s);
-}
-
-std::uint64_t UcxSendFifo::nextHeader(std::uint64_t tag) {
-  const std::uint64_t next = next_.load(std::memory_order_relaxed);
-  const std::uint64_t s = next % slots_;
-  UcxRecvFifo* back = back_.load(std::memory_order_acquire);
-  headers_[s] = {static_cast<std::uint32_t>(owner_.rank()),
-                 static_cast<std::uint32_t>(channel_),
-                 tag,
-                 owner_.currentCall_.load(std::memory_order_relaxed),
-                 next,
-                 back != nullptr ? back->takeCredits() : 0};
-  next_.store(next + 1, std::memory_order_release);
-  return s;
-}
-
-void UcxSendFifo::commitSend(std::size_t bytes, std::uint64_t tag) {
-  CHORUS_INTERNAL_ASSERT(bytes <= slotBytes_, "ucx commit larger than a slot");
-  const std::uint64_t s = nextHeader(tag);
-  owner_.sendData(peer_, &headers_[s], slotAt(s), bytes, nullptr, &sends_[s]);
-}
-
-std::uint64_t UcxSendFifo::commitRemote(const RemoteRegion& region, std::uint64_t tag) {
-  CHORUS_INTERNAL_ASSERT(region.bytes() <= slotBytes_, "ucx message by reference beyond a slot");
-  const std::uint64_t s = nextHeader(tag);
-  owner_.sendData(peer_, &headers_[s], nullptr, 0, &region, &sends_[s]);
-  return headers_[s].seq + 1;
-}
-
-bool UcxSendFifo::evictRemote(std::uint64_t ticket) {
-  if (remoteSettled(ticket)) return true;
-  owner_.poke();
-  return remoteSettled(ticket);
-}
-
-UcxRecvFifo::UcxRecvFifo(UcxConnections& owner, int peer, int channel, const FifoOptions& options)
-    : UcxSlotRing(owner, peer, channel, options),
-      meta_(static_cast<std::size_t>(options.slots)),
-      posts_(static_cast<std::size_t>(options.slots)),
-      claimed_(static_cast<std::size_t>(options.slots), 0),
-      ready_(
-          std::make_unique<std::atomic<std::uint64_t>[]>(static_cast<std::size_t>(options.slots))) {
-  for (std::uint64_t s = 0; s < slots_; ++s)
-    ready_[s].store(0, std::memory_order_relaxed);
-}
-
-std::string UcxRecvFifo::land(std::uint64_t seq, std::size_t bytes, std::uint64_t tag,
-                              std::uint8_t** at, const RemoteRegion** post) {
-  if (bytes > slotBytes_)
-    return fmt::format("a {}-byte message from rank {} on channel {}, larger than a {}-byte slot",
-                       bytes, peer_, channel_, slotBytes_);
-  const std::uint64_t consumed = consumed_.load(std::memory_order_acquire);
-  const std::uint64_t s = seq % slots_;
-  if (seq < consumed || seq >= consumed + slots_ || claimed_[s] == seq + 1)
-    return fmt::format(
-        "message #{} from rank {} on channel {}, outside its credits (messages "
-        "#{} to #{}) or seen before",
-        seq, peer_, channel_, consumed, consumed + slots_ - 1);
-  claimed_[s] = seq + 1;
-  meta_[s] = {bytes, tag, false, {}, nullptr};
-  *at = slotAt(s);
-  Post& posted = posts_[s];
-  *post = nullptr;
-  if (posted.active && posted.seq == seq && posted.tag == tag && posted.region.bytes() == bytes) {
-    meta_[s].region = posted.region;
-    *post = &meta_[s].region;
-  }
-  posted.active = false;
-  return {};
-}
-
-void UcxRecvFifo::landed(std::uint64_t seq, bool delivered) {
-  meta_[seq % slots_].delivered = delivered;
-  ready_[seq % slots_].store(seq + 1, std::memory_order_release);
-}
-
-bool UcxRecvFifo::postRecv(const RemoteRegion& region, std::uint64_t tag, std::size_t ahead) {
-  if (ahead >= slots_) return false;
-  std::lock_guard lock(owner_.workerMutex());
-  const std::uint64_t seq = consumed_.load(std::memory_order_acquire) + ahead;
-  const std::uint64_t s = seq % slots_;
-  if (claimed_[s] == seq + 1) return true;  // it arrived already: it lands in its slot
-  posts_[s] = {region, tag, seq, true};
-  return true;
-}
-
-void UcxRecvFifo::unpost() {
-  std::lock_guard lock(owner_.workerMutex());
-  for (Post& post : posts_)
-    post.active = false;
-  const auto deadline = std::chrono::steady_clock::now() + kUnpostLimit;
-  while (fetchingIntoPosts > 0 && std::chrono::steady_clock::now() < deadline)
-    owner_.progressWorkerLocked();
-  // Messages already in their regions but not yet received move to their slots.
-  const std::uint64_t consumed = consumed_.load(std::memory_order_acquire);
-  for (std::uint64_t seq = consumed; seq < consumed + slots_; ++seq) {
-    Meta& meta = meta_[seq % slots_];
-    if (ready_[seq % slots_].load(std::memory_order_acquire) != seq + 1 || !meta.delivered)
-      continue;
-    std::uint8_t* to = slotAt(seq);
-    for (std::uint32_t i = 0; i < meta.region.pieces; ++i, to += meta.region.pieceBytes)
-      std::memcpy(to, reinterpret_cast<const void*>(meta.region.address + i * meta.region.stride),
-                  meta.region.pieceBytes);
-    meta.delivered = false;
-  }
-}
-
-bool UcxRecvFifo::tryRecvSlot(RecvSlot* slot) {
-  const std::uint64_t seq = consumed_.load(std::memory_order_relaxed);
-  const std::uint64_t s = seq % slots_;
-  if (ready_[s].load(std::memory_order_acquire) != seq + 1) {
-    owner_.poke();
-    if (ready_[s].load(std::memory_order_acquire) != seq + 1) return false;
-  }
-  slot->delivered = meta_[s].delivered;
-  slot->data = slot->delivered ? nullptr
-               : meta_[s].held ? static_cast<const std::uint8_t*>(meta_[s].held)
-                               : slotAt(s);
-  slot->bytes = meta_[s].bytes;
-  slot->tag = meta_[s].tag;
-  slot->remote = false;
-  return true;
-}
-
-void UcxRecvFifo::releaseRecv() {
-  if (void*& held = meta_[consumed_.load(std::memory_order_relaxed) % slots_].held) {
-    owner_.releaseData(held);
-    held = nullptr;
-  }
-  consumed_.fetch_add(1, std::memory_order_acq_rel);
-  const std::uint64_t pending = pendingCredits_.fetch_add(1, std::memory_order_acq_rel) + 1;
-  if (pending * 2 >= slots_)
-    owner_.creditNow(*this);
-  else if (pending == 1)
-    owner_.creditLater(*this);
-}
 
 }  // namespace
 
