@@ -1,6 +1,7 @@
 #include "compiler/assign_channels.h"
 
 #include <algorithm>
+#include <span>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -249,19 +250,21 @@ InstrGraph assignChannels(InstrGraph graph, const PassContext&) {
             "the transfer traced at {} (rank {} -> rank {}) asks for channel {}, but on that "
             "channel a threadblock of one of its ranks already serves another peer in the same "
             "direction; give one of the two transfers a different channel",
-            start.where, start.rank, start.sendPeer, hint));
+            graph.whereOf(start), start.rank, start.sendPeer, hint));
       channelsUsed = std::max(channelsUsed, hint + 1);
       continue;
     }
-    const auto& avoid = start.avoidChannels;
+    std::span<const int> avoid;
+    if (auto it = graph.avoidChannels.find(start.id); it != graph.avoidChannels.end())
+      avoid = it->second;
     auto avoided = [&](int c) { return std::find(avoid.begin(), avoid.end(), c) != avoid.end(); };
     int channel = 0;
     const int limit = channelsUsed + static_cast<int>(avoid.size()) + 1;
     while (avoided(channel) || !tryPlace(channel))
       if (++channel > limit)
         throw CompileError(fmt::format(
-            "no channel fits the transfer traced at {} (rank {} -> rank {}){}", start.where,
-            start.rank, start.sendPeer,
+            "no channel fits the transfer traced at {} (rank {} -> rank {}){}",
+            graph.whereOf(start), start.rank, start.sendPeer,
             manual ? ": its manual threadblocks (sendTb/recvTb) would need a second send or "
                      "recv peer, or a second channel; a threadblock has one send peer, one recv "
                      "peer and one channel"

@@ -16,6 +16,8 @@ namespace chorus::compiler {
 //  2. Replicas made by instances/parallelize use disjoint channel ranges: replica q's channels
 //     are offset by the channels used by replicas 0..q-1, so replicas never share a connection.
 //  3. Manual threadblock hints pin a hop to the user's threadblock id on that rank.
+// Runs again on its own output (after InstrGraph::avoidChannels grew): every communication
+// instruction's slot and channel are assigned afresh.
 InstrGraph assignChannels(InstrGraph graph, const PassContext& context);
 
 }  // namespace chorus::compiler

@@ -30,38 +30,82 @@ struct ScheduleAttempt {
   bool stuckOnFifo = false;
 };
 
+// Dense ids for the connections (sender rank, receiver rank, channel) the instructions use, so
+// that the scheduler's per-connection state is mostly indexed rather than hashed.
+struct Connections {
+  explicit Connections(const InstrGraph& graph)
+      : sendOf(graph.instrs.size(), -1), recvOf(graph.instrs.size(), -1) {
+    std::unordered_map<std::uint64_t, int> ids;
+    auto idOf = [&](std::uint64_t k) {
+      auto [it, added] = ids.try_emplace(k, static_cast<int>(key.size()));
+      if (added) key.push_back(k);
+      return it->second;
+    };
+    for (const auto& in : graph.instrs) {
+      if (in.dead) continue;
+      if (ir::opSends(in.op)) sendOf[in.id] = idOf(connectionKey(in.rank, in.sendPeer, in.channel));
+      if (ir::opReceives(in.op))
+        recvOf[in.id] = idOf(connectionKey(in.recvPeer, in.rank, in.channel));
+    }
+  }
+  std::vector<int> sendOf;         // per instr: the connection it sends on, or -1
+  std::vector<int> recvOf;         // per instr: the connection it receives on, or -1
+  std::vector<std::uint64_t> key;  // per connection id: connectionKey()
+};
+
 // One list-scheduling attempt. `extra` adds same-threadblock order constraints between sends.
-ScheduleAttempt trySchedule(const InstrGraph& graph, const Depths& depths, int fifoSlots,
+ScheduleAttempt trySchedule(const InstrGraph& graph, const Depths& depths,
+                            const Connections& connections, int fifoSlots,
                             const std::vector<std::vector<int>>& extra) {
   const int n = static_cast<int>(graph.instrs.size());
-  std::vector<std::vector<int>> succs(n);
+  // Successor lists in one flat array (CSR), each in the order the edges are met below.
   std::vector<int> pending(n, 0);
-  int live = 0;
-  for (const auto& in : graph.instrs) {
-    if (in.dead) continue;
-    ++live;
-    auto addEdge = [&](int from) {
-      succs[from].push_back(in.id);
-      ++pending[in.id];
-    };
-    for (int p : in.preds)
-      addEdge(p);
-    for (int p : extra[in.id])
-      addEdge(p);
-    if (in.recvMatch >= 0) addEdge(in.recvMatch);
+  std::vector<int> succBegin(n + 1, 0);
+  auto forEachEdge = [&](auto&& visit) {
+    for (const auto& in : graph.instrs) {
+      if (in.dead) continue;
+      for (int p : graph.preds(in))
+        visit(p, in.id);
+      for (int p : extra[in.id])
+        visit(p, in.id);
+      if (in.recvMatch >= 0) visit(in.recvMatch, in.id);
+    }
+  };
+  forEachEdge([&](int from, int to) {
+    ++succBegin[from + 1];
+    ++pending[to];
+  });
+  for (int id = 0; id < n; ++id)
+    succBegin[id + 1] += succBegin[id];
+  std::vector<int> succs(succBegin[n]);
+  {
+    std::vector<int> next(succBegin.begin(), succBegin.end() - 1);
+    forEachEdge([&](int from, int to) { succs[next[from]++] = to; });
   }
+  const int live = static_cast<int>(std::count_if(graph.instrs.begin(), graph.instrs.end(),
+                                                  [](const Instr& in) { return !in.dead; }));
   using Key = std::tuple<int, int, int>;  // depth, -reverse depth, id
   std::priority_queue<Key, std::vector<Key>, std::greater<>> ready;
-  std::unordered_map<std::uint64_t, int> outstanding;
   std::unordered_map<std::uint64_t, std::vector<int>> heldBack;
   // Receives per connection in send order: only the head may run (k-th send = k-th receive).
   std::unordered_map<std::uint64_t, std::deque<int>> expected;
   std::vector<char> waitingForTurn(n, 0);
   auto push = [&](int id) { ready.push({depths.depth[id], -depths.reverseDepth[id], id}); };
+  // The maps keep their insertion and iteration order (a stuck attempt reports the first entry
+  // it finds); these index them by connection id.
+  const std::size_t connectionCount = connections.key.size();
+  std::vector<int> outstanding(connectionCount, 0);
+  std::vector<std::deque<int>*> expectedOf(connectionCount, nullptr);
+  std::vector<char> holding(connectionCount, 0);  // whether heldBack has an entry
+  auto expectedQueue = [&](int c) -> std::deque<int>& {
+    auto& queue = expectedOf[c];
+    if (queue == nullptr) queue = &expected[connections.key[c]];
+    return *queue;
+  };
   auto release = [&](int id) {
     const Instr& in = graph.instrs[id];
     if (ir::opReceives(in.op)) {
-      const auto& queue = expected[connectionKey(in.recvPeer, in.rank, in.channel)];
+      const auto& queue = expectedQueue(connections.recvOf[id]);
       if (queue.empty() || queue.front() != id) {
         waitingForTurn[id] = 1;
         return;
@@ -79,33 +123,35 @@ ScheduleAttempt trySchedule(const InstrGraph& graph, const Depths& depths, int f
     ready.pop();
     const Instr& in = graph.instrs[id];
     if (ir::opSends(in.op)) {
-      const auto key = connectionKey(in.rank, in.sendPeer, in.channel);
-      if (outstanding[key] >= fifoSlots) {
-        heldBack[key].push_back(id);
+      const int c = connections.sendOf[id];
+      if (outstanding[c] >= fifoSlots) {
+        heldBack[connections.key[c]].push_back(id);
+        holding[c] = 1;
         continue;
       }
-      ++outstanding[key];
-      expected[key].push_back(in.sendMatch);
+      ++outstanding[c];
+      expectedQueue(c).push_back(in.sendMatch);
     }
     if (ir::opReceives(in.op)) {
-      const auto key = connectionKey(in.recvPeer, in.rank, in.channel);
-      --outstanding[key];
-      auto& queue = expected[key];
+      const int c = connections.recvOf[id];
+      --outstanding[c];
+      auto& queue = expectedQueue(c);
       queue.pop_front();
       if (!queue.empty() && waitingForTurn[queue.front()]) {
         waitingForTurn[queue.front()] = 0;
         push(queue.front());
       }
-      auto it = heldBack.find(key);
-      if (it != heldBack.end()) {
+      if (holding[c]) {
+        auto it = heldBack.find(connections.key[c]);
         for (int h : it->second)
           push(h);
         heldBack.erase(it);
+        holding[c] = 0;
       }
     }
     attempt.order.push_back(id);
-    for (int s : succs[id])
-      if (--pending[s] == 0) release(s);
+    for (int e = succBegin[id]; e < succBegin[id + 1]; ++e)
+      if (--pending[succs[e]] == 0) release(succs[e]);
   }
   if (static_cast<int>(attempt.order.size()) == live) return attempt;
   for (const auto& [key, queue] : expected)
@@ -138,10 +184,11 @@ int flowStart(const InstrGraph& graph, int id) {
 // sender and scheduling restarts.
 std::vector<int> scheduleInstructions(const InstrGraph& graph, int fifoSlots) {
   const Depths depths = computeDepths(graph);
+  const Connections connections(graph);
   const int n = static_cast<int>(graph.instrs.size());
   std::vector<std::vector<int>> extra(n);
   for (;;) {
-    auto attempt = trySchedule(graph, depths, fifoSlots, extra);
+    auto attempt = trySchedule(graph, depths, connections, fifoSlots, extra);
     if (attempt.blockedHead < 0) return std::move(attempt.order);
     const Instr& head = graph.instrs[attempt.blockedHead];
     if (attempt.stuckOnFifo) {
@@ -153,7 +200,7 @@ std::vector<int> scheduleInstructions(const InstrGraph& graph, int fifoSlots) {
             "cannot schedule '{}' within {} outstanding sends per connection: rank {} must send "
             "to rank {} on channel {} (traced at {}) before the receiver can drain its earlier "
             "sends; raise fifoSlots (--fifo-slots) or put the transfer on another channel",
-            graph.name, fifoSlots, head.rank, head.sendPeer, head.channel, head.where));
+            graph.name, fifoSlots, head.rank, head.sendPeer, head.channel, graph.whereOf(head)));
       throw ChannelConflict{start, head.replicaChannel};
     }
     // Send the later message first: its send gets ordered before the head's send.
@@ -162,7 +209,7 @@ std::vector<int> scheduleInstructions(const InstrGraph& graph, int fifoSlots) {
     std::vector<std::vector<int>> succs(n);
     for (const auto& in : graph.instrs) {
       if (in.dead) continue;
-      for (int p : in.preds)
+      for (int p : graph.preds(in))
         succs[p].push_back(in.id);
       for (int p : extra[in.id])
         succs[p].push_back(in.id);
@@ -189,8 +236,8 @@ std::vector<int> scheduleInstructions(const InstrGraph& graph, int fifoSlots) {
             "cannot order the messages from rank {} to rank {} on channel {}: the receiver needs "
             "the transfer traced at {} before the one traced at {}, but the sender can only send "
             "them the other way round; put one of them on another channel",
-            head.recvPeer, head.rank, head.channel, graph.instrs[attempt.readyLater].where,
-            head.where));
+            head.recvPeer, head.rank, head.channel, graph.whereOf(graph.instrs[attempt.readyLater]),
+            graph.whereOf(head)));
       throw ChannelConflict{start, graph.instrs[laterSend].replicaChannel};
     }
     extra[firstSend].push_back(laterSend);
@@ -199,7 +246,7 @@ std::vector<int> scheduleInstructions(const InstrGraph& graph, int fifoSlots) {
 
 }  // namespace
 
-InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
+InstrGraph assignThreadblocks(InstrGraph&& graph, const PassContext& context) {
   if (context.options.fifoSlots < 1)
     throw OptionError(
         fmt::format("fifoSlots must be at least 1, got {}", context.options.fifoSlots));
@@ -230,7 +277,10 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
   std::vector<int> lastPosition(graph.slots.size(), -1);
   std::vector<int> stepsOf(graph.slots.size(), 0);
   std::vector<std::vector<int>> knowledge(graph.slots.size());
-  std::vector<std::vector<int>> after(graph.instrs.size());
+  // after(id): the vector clock of id's threadblock once id has run, one row per scheduled
+  // instruction in one flat array.
+  std::vector<int> afterRows;
+  std::vector<std::size_t> afterBegin(graph.instrs.size(), 0);
   std::vector<int> position(graph.instrs.size(), -1);
   std::vector<int> rankPosition(nranks, 0);
   auto knowledgeOf = [&](int slot) -> std::vector<int>& {
@@ -243,7 +293,7 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
   };
   auto waitsOn = [&](int slot, const Instr& in) {
     int waits = 0;
-    for (int p : in.preds)
+    for (int p : graph.preds(in))
       waits += covered(slot, graph.instrs[p]) ? 0 : 1;
     return waits;
   };
@@ -256,7 +306,7 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
       // fewer waits, then to the least recently used threadblock.
       const int hint = in.sendTbHint;
       int readyAt = -1;
-      for (int p : in.preds)
+      for (int p : graph.preds(in))
         readyAt = std::max(readyAt, position[p]);
       int chosen = -1;
       std::tuple<int, int, int> best;
@@ -289,16 +339,17 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
       in.channel = graph.slots[chosen].channel;
     }
     auto& k = knowledgeOf(in.slot);
-    for (int p : in.preds) {
+    for (int p : graph.preds(in)) {
       const Instr& pred = graph.instrs[p];
       if (covered(in.slot, pred)) continue;
-      const auto& known = after[p];
+      const int* known = afterRows.data() + afterBegin[p];
       for (std::size_t u = 0; u < k.size(); ++u)
         k[u] = std::max(k[u], known[u]);
     }
     in.step = stepsOf[in.slot]++;
     k[indexInRank[in.slot]] = in.step;
-    after[in.id] = k;
+    afterBegin[in.id] = afterRows.size();
+    afterRows.insert(afterRows.end(), k.begin(), k.end());
     lastPosition[in.slot] = rankPosition[in.rank];
     position[in.id] = rankPosition[in.rank]++;
   }
@@ -343,7 +394,7 @@ InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context) {
   }
   for (int id : order)
     graph.instrs[id].tb = tbOfSlot[graph.instrs[id].slot];
-  return graph;
+  return std::move(graph);
 }
 
 }  // namespace chorus::compiler

@@ -24,6 +24,8 @@ namespace chorus::compiler {
 //     in lockstep never blocks, so the schedule cannot deadlock.
 // Threadblock ids per rank: manual ids are kept; the others are numbered by (channel, send peer,
 // recv peer).
-InstrGraph assignThreadblocks(InstrGraph graph, const PassContext& context);
+// Takes `graph` by rvalue reference so that the pipeline can retry channels without copying the
+// graph: `graph` is left untouched when this throws (ChannelConflict in particular).
+InstrGraph assignThreadblocks(InstrGraph&& graph, const PassContext& context);
 
 }  // namespace chorus::compiler

@@ -91,7 +91,7 @@ ir::Algorithm insertDependencies(const InstrGraph& graph, const PassContext& con
       step.srcIndex = in.dstIndex;
     }
     std::map<int, int> latest;  // dependee tb -> latest step
-    for (int p : in.preds) {
+    for (int p : graph.preds(in)) {
       const Instr& pred = graph.instrs[p];
       CHORUS_INTERNAL_ASSERT(!pred.dead && pred.rank == in.rank, "bad processing edge");
       if (pred.tb == in.tb) continue;

@@ -25,24 +25,30 @@ int LocationIndex::id(int rank, ir::BufferKind buffer, int index) const {
   return base_[rank][static_cast<int>(buffer)] + index;
 }
 
-std::vector<std::vector<Access>> collectAccesses(const InstrGraph& graph,
-                                                 const LocationIndex& index) {
-  std::vector<std::vector<Access>> accesses(index.size());
-  for (const auto& in : graph.instrs) {
-    if (in.dead) continue;
-    const bool readsSrc = ir::opReadsSrc(in.op);
-    const bool readsDst = ir::opReadsDst(in.op);
-    const bool writesDst = ir::opWritesDst(in.op);
-    for (int i = 0; i < in.count; ++i) {
-      if (readsSrc)
-        accesses[index.id(in.rank, in.srcBuffer, in.srcIndex + i)].push_back({in.id, false});
-      if (readsDst)
-        accesses[index.id(in.rank, in.dstBuffer, in.dstIndex + i)].push_back({in.id, false});
-      if (writesDst)
-        accesses[index.id(in.rank, in.dstBuffer, in.dstIndex + i)].push_back({in.id, true});
+AccessLists::AccessLists(const InstrGraph& graph, const LocationIndex& index)
+    : begin_(index.size() + 1, 0) {
+  // Two sweeps over the instructions: count the accesses per location, then fill them in.
+  auto forEachAccess = [&](auto&& visit) {
+    for (const auto& in : graph.instrs) {
+      if (in.dead) continue;
+      const bool readsSrc = ir::opReadsSrc(in.op);
+      const bool readsDst = ir::opReadsDst(in.op);
+      const bool writesDst = ir::opWritesDst(in.op);
+      for (int i = 0; i < in.count; ++i) {
+        if (readsSrc) visit(index.id(in.rank, in.srcBuffer, in.srcIndex + i), in.id, false);
+        if (readsDst) visit(index.id(in.rank, in.dstBuffer, in.dstIndex + i), in.id, false);
+        if (writesDst) visit(index.id(in.rank, in.dstBuffer, in.dstIndex + i), in.id, true);
+      }
     }
-  }
-  return accesses;
+  };
+  forEachAccess([&](int location, int, bool) { ++begin_[location + 1]; });
+  for (std::size_t l = 1; l < begin_.size(); ++l)
+    begin_[l] += begin_[l - 1];
+  items_.resize(begin_.back());
+  std::vector<int> next(begin_.begin(), begin_.end() - 1);
+  forEachAccess([&](int location, int instr, bool write) {
+    items_[next[location]++] = {instr, write};
+  });
 }
 
 Depths computeDepths(const InstrGraph& graph) {
@@ -54,7 +60,7 @@ Depths computeDepths(const InstrGraph& graph) {
   for (const auto& in : graph.instrs) {
     if (in.dead) continue;
     int depth = 0;
-    for (int p : in.preds)
+    for (int p : graph.preds(in))
       depth = std::max(depth, d.depth[p] + 1);
     if (in.recvMatch >= 0) depth = std::max(depth, d.depth[in.recvMatch] + 1);
     d.depth[in.id] = depth;
@@ -62,7 +68,7 @@ Depths computeDepths(const InstrGraph& graph) {
   for (int i = n - 1; i >= 0; --i) {
     const auto& in = graph.instrs[i];
     if (in.dead) continue;
-    for (int p : in.preds)
+    for (int p : graph.preds(in))
       d.reverseDepth[p] = std::max(d.reverseDepth[p], d.reverseDepth[i] + 1);
     if (in.recvMatch >= 0)
       d.reverseDepth[in.recvMatch] = std::max(d.reverseDepth[in.recvMatch], d.reverseDepth[i] + 1);
@@ -82,9 +88,9 @@ std::string printInstrGraph(const InstrGraph& graph) {
     if (in.recvPeer >= 0) out += fmt::format(" recv<-{} (%{})", in.recvPeer, in.recvMatch);
     if (in.channel >= 0) out += fmt::format(" ch={}", in.channel);
     if (in.tb >= 0) out += fmt::format(" tb={} step={}", in.tb, in.step);
-    if (!in.preds.empty()) {
+    if (!graph.preds(in).empty()) {
       out += " after";
-      for (int p : in.preds)
+      for (int p : graph.preds(in))
         out += fmt::format(" %{}", p);
     }
     out += '\n';

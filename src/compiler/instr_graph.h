@@ -6,7 +6,9 @@
 
 #include <array>
 #include <memory>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/pipeline.h"
@@ -19,10 +21,12 @@ struct Instr {
   int id = 0;  // == position in InstrGraph::instrs; trace order is a topological order
   int rank = 0;
   ir::OpKind op = ir::OpKind::nop;
+  bool dead = false;  // folded into another instr by fusion
   // Local operands (canonical buffers). Receive-reduce ops read their local operand from src.
+  // (The one-byte fields sit together: there are millions of instructions at 1024 ranks.)
   ir::BufferKind srcBuffer = ir::BufferKind::input;
-  int srcIndex = 0;
   ir::BufferKind dstBuffer = ir::BufferKind::input;
+  int srcIndex = 0;
   int dstIndex = 0;
   int count = 1;
   int sendPeer = -1;   // for ops that send
@@ -30,17 +34,18 @@ struct Instr {
   int sendMatch = -1;  // ops that send: the receiving instr on sendPeer
   int recvMatch = -1;  // ops that receive: the sending instr on recvPeer
   int channelHint = -1;
-  int sendTbHint = -1;     // manual threadblock on this rank for the sending part
-  int recvTbHint = -1;     // manual threadblock on this rank for the receiving part
-  int replica = 0;         // which parallel/instance replica made it (channels never shared)
-  std::vector<int> preds;  // same-rank processing predecessors, sorted, unique
-  bool dead = false;       // folded into another instr by fusion
-  std::string where;       // DSL source location
+  int sendTbHint = -1;  // manual threadblock on this rank for the sending part
+  int recvTbHint = -1;  // manual threadblock on this rank for the receiving part
+  int replica = 0;      // which parallel/instance replica made it (channels never shared)
+  // Same-rank processing predecessors, sorted, unique: InstrGraph::preds(instr), a range of
+  // InstrGraph::predPool (one array for all, not one vector each).
+  int predBegin = 0;
+  int predCount = 0;
+  int where = -1;  // DSL source location: index into InstrGraph::locations
   // Scheduling results.
-  std::vector<int> avoidChannels;  // flow starts: channels (within the replica) not to use
-  int replicaChannel = -1;         // channel within the replica's range (set by assignChannels)
-  int channel = -1;  // channel of the tb that runs it (set by assignChannels for comm ops)
-  int slot = -1;     // threadblock slot chosen by assignChannels (index into InstrGraph::slots)
+  int replicaChannel = -1;  // channel within the replica's range (set by assignChannels)
+  int channel = -1;         // channel of the tb that runs it (set by assignChannels for comm ops)
+  int slot = -1;  // threadblock slot chosen by assignChannels (index into InstrGraph::slots)
   int tb = -1;
   int step = -1;
 };
@@ -63,6 +68,22 @@ struct InstrGraph {
   std::vector<Instr> instrs;
   std::vector<TbSlot> slots;
   int replicaCount = 1;
+  // Distinct DSL source locations, shared by the instructions that name them (Instr::where).
+  std::vector<std::string> locations;
+  // Per flow start (a plain send's id): channels within its replica not to use. Few flows have
+  // any, so they live here rather than in every Instr.
+  std::unordered_map<int, std::vector<int>> avoidChannels;
+
+  // Processing predecessors of every instruction, each instr's in one contiguous range.
+  std::vector<int> predPool;
+
+  const std::string& whereOf(const Instr& in) const { return locations[in.where]; }
+  std::span<int> preds(const Instr& in) {
+    return {predPool.data() + in.predBegin, static_cast<std::size_t>(in.predCount)};
+  }
+  std::span<const int> preds(const Instr& in) const {
+    return {predPool.data() + in.predBegin, static_cast<std::size_t>(in.predCount)};
+  }
 };
 
 // Thrown by assignThreadblocks when two messages on one connection must be received in the
@@ -95,9 +116,18 @@ struct Access {
   bool write = false;
 };
 
-// Per location id, the accesses of all live instructions in trace order.
-std::vector<std::vector<Access>> collectAccesses(const InstrGraph& graph,
-                                                 const LocationIndex& index);
+// Per location id, the accesses of all live instructions in trace order, in one flat array.
+class AccessLists {
+ public:
+  AccessLists(const InstrGraph& graph, const LocationIndex& index);
+  std::span<const Access> of(int location) const {
+    return {items_.data() + begin_[location], items_.data() + begin_[location + 1]};
+  }
+
+ private:
+  std::vector<int> begin_;  // per location id, plus one: first entry in items_
+  std::vector<Access> items_;
+};
 
 // Longest path from a source (depth) and to a sink (reverse depth) over processing and
 // communication edges, per instr id (dead instrs get 0).

@@ -1,6 +1,8 @@
 #include "compiler/lower_dag.h"
 
 #include <algorithm>
+#include <string>
+#include <unordered_map>
 
 #include "support/error.h"
 
@@ -10,14 +12,29 @@ namespace {
 
 struct LocationState {
   int lastWriter = -1;
-  std::vector<int> readers;  // since the last write
+  int lastReader = -1;  // readers since the last write: a list in Readers, newest first
+};
+
+// The reads of all locations as linked lists in flat arrays (no vector per location). A write
+// drops a location's list; its nodes stay unused.
+struct Readers {
+  std::vector<int> instr;
+  std::vector<int> next;
+
+  void add(LocationState& st, int id) {
+    instr.push_back(id);
+    next.push_back(st.lastReader);
+    st.lastReader = static_cast<int>(instr.size()) - 1;
+  }
 };
 
 // Adds processing edges for one instruction from the per-location states, then records its
 // accesses. Reads are recorded before writes, so a reduce both reads and writes its dst.
-void linkAccesses(Instr& in, const LocationIndex& index, std::vector<LocationState>& states) {
+void linkAccesses(Instr& in, const LocationIndex& index, std::vector<LocationState>& states,
+                  Readers& readers, std::vector<int>& preds, std::vector<int>& predPool) {
+  preds.clear();
   auto addPred = [&](int p) {
-    if (p >= 0 && p != in.id) in.preds.push_back(p);
+    if (p >= 0 && p != in.id) preds.push_back(p);
   };
   const bool readsSrc = ir::opReadsSrc(in.op);
   const bool readsDst = ir::opReadsDst(in.op);
@@ -28,21 +45,24 @@ void linkAccesses(Instr& in, const LocationIndex& index, std::vector<LocationSta
       auto& st = states[index.id(in.rank, in.dstBuffer, in.dstIndex + i)];
       addPred(st.lastWriter);
       if (writesDst)
-        for (int r : st.readers)
-          addPred(r);
+        for (int r = st.lastReader; r >= 0; r = readers.next[r])
+          addPred(readers.instr[r]);
     }
   }
-  std::sort(in.preds.begin(), in.preds.end());
-  in.preds.erase(std::unique(in.preds.begin(), in.preds.end()), in.preds.end());
+  std::sort(preds.begin(), preds.end());
+  preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+  in.predBegin = static_cast<int>(predPool.size());
+  in.predCount = static_cast<int>(preds.size());
+  predPool.insert(predPool.end(), preds.begin(), preds.end());
   for (int i = 0; i < in.count; ++i) {
-    if (readsSrc) states[index.id(in.rank, in.srcBuffer, in.srcIndex + i)].readers.push_back(in.id);
-    if (readsDst) states[index.id(in.rank, in.dstBuffer, in.dstIndex + i)].readers.push_back(in.id);
+    if (readsSrc) readers.add(states[index.id(in.rank, in.srcBuffer, in.srcIndex + i)], in.id);
+    if (readsDst) readers.add(states[index.id(in.rank, in.dstBuffer, in.dstIndex + i)], in.id);
   }
   if (writesDst)
     for (int i = 0; i < in.count; ++i) {
       auto& st = states[index.id(in.rank, in.dstBuffer, in.dstIndex + i)];
       st.lastWriter = in.id;
-      st.readers.clear();
+      st.lastReader = -1;
     }
 }
 
@@ -62,6 +82,20 @@ InstrGraph lowerDag(const ir::Dag& dag, const PassContext&) {
     const auto l = c.canonical(loc.rank, {loc.buffer, loc.index});
     return std::pair{l.buffer, l.index};
   };
+  // DSL locations are interned: consecutive ops usually share one.
+  std::unordered_map<std::string, int> locationIds;
+  int lastLocation = -1;
+  auto locationId = [&](const std::string& where) {
+    if (lastLocation >= 0 && graph.locations[lastLocation] == where) return lastLocation;
+    auto [it, added] = locationIds.try_emplace(where, static_cast<int>(graph.locations.size()));
+    if (added) graph.locations.push_back(where);
+    lastLocation = it->second;
+    return lastLocation;
+  };
+  std::size_t instrCount = 0;
+  for (const auto& op : dag.ops)
+    instrCount += op.src.rank == op.dst.rank ? 1 : 2;
+  graph.instrs.reserve(instrCount);
   auto add = [&](Instr in) {
     in.id = static_cast<int>(graph.instrs.size());
     graph.instrs.push_back(std::move(in));
@@ -75,7 +109,7 @@ InstrGraph lowerDag(const ir::Dag& dag, const PassContext&) {
     base.count = op.count;
     base.channelHint = op.channel;
     base.replica = op.replica;
-    base.where = op.where;
+    base.where = locationId(op.where);
     if (op.src.rank == op.dst.rank) {
       Instr in = base;
       in.rank = op.src.rank;
@@ -121,8 +155,10 @@ InstrGraph lowerDag(const ir::Dag& dag, const PassContext&) {
   const LocationIndex index(graph);
   std::vector<LocationState> states(index.size());
   // Only local operands are linked: a send's dst and a recv's src name the peer's buffer.
+  Readers readers;
+  std::vector<int> preds;
   for (auto& in : graph.instrs)
-    linkAccesses(in, index, states);
+    linkAccesses(in, index, states, readers, preds, graph.predPool);
   return graph;
 }
 

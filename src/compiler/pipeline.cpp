@@ -39,7 +39,7 @@ constexpr PassInfo kPasses[] = {
 void checkInstrGraph(const InstrGraph& graph, const char* pass) {
   for (const auto& in : graph.instrs) {
     if (in.dead) continue;
-    for (int p : in.preds)
+    for (int p : graph.preds(in))
       CHORUS_INTERNAL_ASSERT(
           p < in.id && !graph.instrs[p].dead && graph.instrs[p].rank == in.rank,
           fmt::format("after {}: bad processing edge %{} -> %{}", pass, p, in.id));
@@ -177,18 +177,20 @@ CompileResult compileProgram(const ir::Dag& dag, const CompileOptions& options) 
   // Channel assignment and scheduling iterate when two flows' messages cannot keep their order on
   // one connection (the scheduler names a flow to move to another channel).
   constexpr int kMaxChannelRetries = 256;
+  // assignChannels reassigns every communication instruction, and assignThreadblocks leaves the
+  // graph alone when it throws, so the retries need no copy of the graph.
   for (int retry = 0;; ++retry) {
+    graph = runner.run("assign-channels", std::move(graph), assignChannels);
     try {
-      InstrGraph channels = runner.run("assign-channels", graph, assignChannels);
-      graph = runner.run("assign-threadblocks", std::move(channels), assignThreadblocks);
+      graph = runner.run("assign-threadblocks", std::move(graph), assignThreadblocks);
       break;
     } catch (const ChannelConflict& conflict) {
       if (retry == kMaxChannelRetries)
         throw CompileError(fmt::format(
             "'{}': no channel assignment keeps every connection's messages in order after {} "
             "attempts (last conflict at the transfer traced at {}); add channel hints",
-            graph.name, kMaxChannelRetries, graph.instrs[conflict.flowStart].where));
-      graph.instrs[conflict.flowStart].avoidChannels.push_back(conflict.replicaChannel);
+            graph.name, kMaxChannelRetries, graph.whereOf(graph.instrs[conflict.flowStart])));
+      graph.avoidChannels[conflict.flowStart].push_back(conflict.replicaChannel);
     }
   }
   ir::Algorithm algorithm = runner.run("insert-dependencies", graph, insertDependencies);

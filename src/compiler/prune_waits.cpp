@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <queue>
+#include <span>
 
 #include "compiler/insert_dependencies.h"
 #include "support/error.h"
@@ -19,21 +20,30 @@ void pruneRank(ir::RankProgram& rank) {
     base[t + 1] = base[t] + static_cast<int>(tbs[t].steps.size());
   const int total = base[m];
   auto idOf = [&](int t, int s) { return base[t] + s; };
-  // Kahn over program order + deps.
+  // Kahn over program order + deps. Successor lists in one flat array (CSR), each in the order
+  // the edges are met below.
   std::vector<int> indegree(total, 0);
-  std::vector<std::vector<int>> succs(total);
-  for (int t = 0; t < m; ++t)
-    for (int s = 0; s < static_cast<int>(tbs[t].steps.size()); ++s) {
-      const int id = idOf(t, s);
-      if (s > 0) {
-        succs[id - 1].push_back(id);
-        ++indegree[id];
+  std::vector<int> succBegin(total + 1, 0);
+  auto forEachEdge = [&](auto&& visit) {
+    for (int t = 0; t < m; ++t)
+      for (int s = 0; s < static_cast<int>(tbs[t].steps.size()); ++s) {
+        const int id = idOf(t, s);
+        if (s > 0) visit(id - 1, id);
+        for (const auto& d : tbs[t].steps[s].deps)
+          visit(idOf(d.tb, d.step), id);
       }
-      for (const auto& d : tbs[t].steps[s].deps) {
-        succs[idOf(d.tb, d.step)].push_back(id);
-        ++indegree[id];
-      }
-    }
+  };
+  forEachEdge([&](int from, int to) {
+    ++succBegin[from + 1];
+    ++indegree[to];
+  });
+  for (int id = 0; id < total; ++id)
+    succBegin[id + 1] += succBegin[id];
+  std::vector<int> succs(succBegin[total]);
+  {
+    std::vector<int> next(succBegin.begin(), succBegin.end() - 1);
+    forEachEdge([&](int from, int to) { succs[next[from]++] = to; });
+  }
   std::queue<int> ready;
   for (int id = 0; id < total; ++id)
     if (indegree[id] == 0) ready.push(id);
@@ -42,8 +52,19 @@ void pruneRank(ir::RankProgram& rank) {
     for (int id = base[t]; id < base[t + 1]; ++id)
       tbOf[id] = t;
 
-  // after[id] = clock known once step id has finished: entry u = highest finished step of tb u.
-  std::vector<std::vector<int>> after(total);
+  // after(id) = clock known once step id has finished: entry u = highest finished step of tb u.
+  // One row of m entries per step, in one flat array.
+  std::vector<int> afterRows(static_cast<std::size_t>(total) * m, -1);
+  auto after = [&](int id) {
+    return std::span<int>(afterRows.data() + static_cast<std::size_t>(id) * m, m);
+  };
+  auto clockSum = [&](const ir::StepRef& d) {
+    int sum = 0;
+    for (int v : after(idOf(d.tb, d.step)))
+      sum += v;
+    return sum;
+  };
+  std::vector<ir::StepRef> order, kept;
   int visited = 0;
   while (!ready.empty()) {
     const int id = ready.front();
@@ -51,32 +72,30 @@ void pruneRank(ir::RankProgram& rank) {
     ++visited;
     const int t = tbOf[id];
     const int s = id - base[t];
-    std::vector<int> known = s > 0 ? after[id - 1] : std::vector<int>(m, -1);
+    const auto known = after(id);
+    if (s > 0) std::ranges::copy(after(id - 1), known.begin());
     auto& deps = tbs[t].steps[s].deps;
-    // Latest-first: a dependee whose own clock is richest is most likely to imply the others.
-    std::vector<ir::StepRef> order = deps;
-    std::sort(order.begin(), order.end(), [&](const ir::StepRef& a, const ir::StepRef& b) {
-      int sa = 0, sb = 0;
-      for (int v : after[idOf(a.tb, a.step)])
-        sa += v;
-      for (int v : after[idOf(b.tb, b.step)])
-        sb += v;
-      return sa != sb ? sa > sb : a < b;
-    });
-    std::vector<ir::StepRef> kept;
-    for (const auto& d : order) {
-      if (known[d.tb] >= d.step) continue;
-      kept.push_back(d);
-      const auto& other = after[idOf(d.tb, d.step)];
-      for (int u = 0; u < m; ++u)
-        known[u] = std::max(known[u], other[u]);
+    if (!deps.empty()) {
+      // Latest-first: a dependee whose own clock is richest is most likely to imply the others.
+      order.assign(deps.begin(), deps.end());
+      std::sort(order.begin(), order.end(), [&](const ir::StepRef& a, const ir::StepRef& b) {
+        const int sa = clockSum(a), sb = clockSum(b);
+        return sa != sb ? sa > sb : a < b;
+      });
+      kept.clear();
+      for (const auto& d : order) {
+        if (known[d.tb] >= d.step) continue;
+        kept.push_back(d);
+        const auto other = after(idOf(d.tb, d.step));
+        for (int u = 0; u < m; ++u)
+          known[u] = std::max(known[u], other[u]);
+      }
+      std::sort(kept.begin(), kept.end());
+      deps.assign(kept.begin(), kept.end());
     }
-    std::sort(kept.begin(), kept.end());
-    deps = std::move(kept);
     known[t] = s;
-    after[id] = std::move(known);
-    for (int next : succs[id])
-      if (--indegree[next] == 0) ready.push(next);
+    for (int e = succBegin[id]; e < succBegin[id + 1]; ++e)
+      if (--indegree[succs[e]] == 0) ready.push(succs[e]);
   }
   CHORUS_INTERNAL_ASSERT(visited == total, "dependency cycle inside a rank");
 }

@@ -1,6 +1,8 @@
 #include "compiler/replicate_instances.h"
 
 #include <numeric>
+#include <string>
+#include <vector>
 
 #include "support/error.h"
 
@@ -34,6 +36,37 @@ std::vector<std::pair<Unit, int>> contiguousRuns(const std::vector<Unit>& units)
   return runs;
 }
 
+// ir::DagOp's fields as withoutDeps() copies them: a field added to DagOp changes its size and
+// stops the build here until withoutDeps() copies it too.
+struct DagOpFields {
+  int id;
+  ir::DagOpKind kind;
+  ir::ChunkLoc src, dst;
+  int count, channel, sendTb, recvTb, parallel, replica;
+  std::vector<int> trueDeps, falseDeps;
+  std::string where;
+};
+static_assert(sizeof(DagOpFields) == sizeof(ir::DagOp),
+              "ir::DagOp gained a field: copy it in withoutDeps() and list it in DagOpFields");
+
+// A copy of `op` with empty dependency lists (the compiler derives its own edges), made without
+// copying the lists.
+ir::DagOp withoutDeps(const ir::DagOp& op) {
+  ir::DagOp copy;
+  copy.id = op.id;
+  copy.kind = op.kind;
+  copy.src = op.src;
+  copy.dst = op.dst;
+  copy.count = op.count;
+  copy.channel = op.channel;
+  copy.sendTb = op.sendTb;
+  copy.recvTb = op.recvTb;
+  copy.parallel = op.parallel;
+  copy.replica = op.replica;
+  copy.where = op.where;
+  return copy;
+}
+
 }  // namespace
 
 ir::Dag replicateInstances(const ir::Dag& dag, const PassContext&) {
@@ -49,12 +82,10 @@ ir::Dag replicateInstances(const ir::Dag& dag, const PassContext&) {
   out.scratchChunks = dag.scratchChunks;
   for (auto& s : out.scratchChunks)
     s *= factor;
+  out.ops.reserve(dag.ops.size());
   if (factor == 1) {
-    out.ops = dag.ops;
-    for (auto& op : out.ops) {
-      op.trueDeps.clear();
-      op.falseDeps.clear();
-    }
+    for (const auto& op : dag.ops)
+      out.ops.push_back(withoutDeps(op));
     return out;
   }
   for (const auto& op : dag.ops) {
@@ -79,7 +110,7 @@ ir::Dag replicateInstances(const ir::Dag& dag, const PassContext&) {
       auto other = contiguousRuns(chunkMajor);
       if (other.size() < runs.size()) runs = std::move(other);
       for (const auto& [start, length] : runs) {
-        ir::DagOp piece = op;
+        ir::DagOp piece = withoutDeps(op);
         piece.id = static_cast<int>(out.ops.size());
         piece.src.index = start.src;
         piece.dst.index = start.dst;
@@ -91,8 +122,6 @@ ir::Dag replicateInstances(const ir::Dag& dag, const PassContext&) {
           if (piece.sendTb >= 0) piece.sendTb = piece.sendTb * replicas + q;
           if (piece.recvTb >= 0) piece.recvTb = piece.recvTb * replicas + q;
         }
-        piece.trueDeps.clear();
-        piece.falseDeps.clear();
         out.ops.push_back(std::move(piece));
       }
     }
