@@ -483,6 +483,13 @@ class CollectivesOnThreeRanks(unittest.TestCase):
     def test_layouts_and_uneven_splits(self):
         run_ranks(3, check_layouts_and_uneven_splits)
 
+    def test_every_collective_over_the_ucx_transport(self):
+        # CHORUS_TRANSPORT=ucx: every pair over UCX (here its tcp transport), as across the
+        # hosts of an RDMA cluster.
+        checked = run_ranks(3, check_every_collective, env={"CHORUS_TRANSPORT": "ucx",
+                                                            "UCX_TLS": "tcp"})
+        self.assertGreater(min(checked.values()), 100)
+
 
 class ErrorsAreClear(unittest.TestCase):
     def test_rejected_calls_name_the_problem_and_leave_the_group_usable(self):
