@@ -6,6 +6,7 @@
 
 #include "support/index.h"
 #include "support/log.h"
+#include "transport/peer_join.h"
 #include "transport/process_identity.h"
 #include "transport/tcp/tcp_bootstrap.h"
 #include "transport/ucx/ucx_devices.h"
@@ -124,22 +125,9 @@ std::unique_ptr<ConnectionSet> connectMixed(Store& store, int rank, int nranks,
   std::vector<int> hostOfRank;  // every rank's host, numbered by lowest rank
   std::vector<std::string> hosts;
   for (int r = 0; r < nranks; ++r) {
-    const auto left = std::max(std::chrono::milliseconds(0),
-                               std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   deadline - std::chrono::steady_clock::now()));
-    std::string where;
-    try {
-      where = toString(store.get(fmt::format("mixed/{}/where/{}", prefix, r), left));
-    } catch (const TimeoutError&) {
-      throw TimeoutError(fmt::format(
-          "rank {} of {} did not join the communicator within {} ms, so rank {} stops waiting: "
-          "it has not started, failed before creating its communicator, or joined another one "
-          "(a different job id or communicator count); raise CHORUS_TIMEOUT if it is only slow",
-          r, nranks, options.shm.timeout.count(), rank));
-    } catch (const CommError& error) {
-      throw CommError(fmt::format("waiting for rank {} of {} to join the communicator: {}", r,
-                                  nranks, error.what()));
-    }
+    const std::string where =
+        toString(awaitPeerJoin(store, fmt::format("mixed/{}/where/{}", prefix, r), r, nranks, rank,
+                               deadline, options.shm.timeout));
     if (where == here) hostRanks.push_back(r);
     const auto known = std::find(hosts.begin(), hosts.end(), where);
     hostOfRank.push_back(static_cast<int>(known - hosts.begin()));

@@ -22,6 +22,7 @@
 #include "chorus/error.h"
 #include "connected_ranks.h"
 #include "transport/file_store.h"
+#include "transport/in_memory_store.h"
 #include "transport/shm/registered_memory.h"
 #include "transport/ucx/ucx_transport.h"
 
@@ -346,6 +347,18 @@ TEST_P(UcxTransport, PeerProcessThatDiesOnThisHostIsNamedAtOnce) {
   EXPECT_EQ(WEXITSTATUS(status), 0)
       << "rank 0: 2 = no failure within 20 s, 3 = noticed after 10 s, 4 = another reason";
   std::filesystem::remove_all(dir);
+}
+
+// A rank that never joins is named by rank (not by a store key) within the timeout.
+TEST_P(UcxTransport, ARankThatNeverJoinsIsNamed) {
+  UcxTls tls(GetParam());
+  InMemoryStore store;
+  UcxOptions options = smallOptions("never");
+  options.timeout = 300ms;
+  EXPECT_THAT([&] { connectUcx(store, 0, 3, options); },
+              ::testing::ThrowsMessage<TimeoutError>(
+                  HasSubstr("rank 1 of 3 did not join the communicator within 300 ms, so rank 0 "
+                            "stops waiting")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Tls, UcxTransport, ::testing::Values("tcp", "sm,self"),

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "chorus/error.h"
+#include "transport/peer_join.h"
 #include "transport/process_identity.h"
 #include "transport/tcp/net_interfaces.h"
 #include "transport/tcp/tcp_frame.h"
@@ -222,7 +223,8 @@ std::vector<TcpPeerLink> establishTcpLinks(Store& store, int rank, int nranks,
   std::vector<bool> elsewhere(static_cast<std::size_t>(nranks), false);  // another host
   for (int r = 0; r < nranks; ++r)
     elsewhere[static_cast<std::size_t>(r)] =
-        toString(store.get(key(options, "netns", r), left(deadline))) != here;
+        toString(awaitPeerJoin(store, key(options, "netns", r), r, nranks, rank, deadline,
+                               options.timeout)) != here;
   const bool remote = std::find(elsewhere.begin(), elsewhere.end(), true) != elsewhere.end();
 
   const NetInterface chosen = chooseInterface(listInterfaces(), options.ifname, remote);

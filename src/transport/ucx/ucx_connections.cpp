@@ -26,6 +26,7 @@
 #include "support/error.h"
 #include "support/index.h"
 #include "transport/departures.h"
+#include "transport/peer_join.h"
 #include "transport/process_identity.h"
 #include "transport/shm/peer_liveness.h"
 #include "transport/ucx/ucx_devices.h"
@@ -155,7 +156,8 @@ class UcxConnections final : public ConnectionSet, public UcxFifoOwner {
     hosts[ix(rank_)] = here;
     for (int peer = 0; peer < nranks_; ++peer) {
       if (!reaches(peer)) continue;
-      const std::vector<std::uint8_t> theirs = store.get(key("address", peer), left(deadline));
+      const std::vector<std::uint8_t> theirs = awaitPeerJoin(
+          store, key("address", peer), peer, nranks_, rank_, deadline, options_.timeout);
       hosts[ix(peer)] = toString(store.get(key("host", peer), left(deadline)));
       processes[ix(peer)] = toString(store.get(key("process", peer), left(deadline)));
       const bool sameHost = hosts[ix(peer)] == here;
