@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/flat_successors.h"
 #include "support/error.h"
 
 namespace chorus::compiler {
@@ -59,8 +60,6 @@ ScheduleAttempt trySchedule(const InstrGraph& graph, const Depths& depths,
                             const std::vector<std::vector<int>>& extra) {
   const int n = static_cast<int>(graph.instrs.size());
   // Successor lists in one flat array (CSR), each in the order the edges are met below.
-  std::vector<int> pending(n, 0);
-  std::vector<int> succBegin(n + 1, 0);
   auto forEachEdge = [&](auto&& visit) {
     for (const auto& in : graph.instrs) {
       if (in.dead) continue;
@@ -71,17 +70,10 @@ ScheduleAttempt trySchedule(const InstrGraph& graph, const Depths& depths,
       if (in.recvMatch >= 0) visit(in.recvMatch, in.id);
     }
   };
-  forEachEdge([&](int from, int to) {
-    ++succBegin[from + 1];
-    ++pending[to];
-  });
-  for (int id = 0; id < n; ++id)
-    succBegin[id + 1] += succBegin[id];
-  std::vector<int> succs(succBegin[n]);
-  {
-    std::vector<int> next(succBegin.begin(), succBegin.end() - 1);
-    forEachEdge([&](int from, int to) { succs[next[from]++] = to; });
-  }
+  FlatSuccessors successors = flatSuccessors(n, forEachEdge);
+  std::vector<int>& pending = successors.indegree;
+  const std::vector<int>& succBegin = successors.begin;
+  const std::vector<int>& succs = successors.succs;
   const int live = static_cast<int>(std::count_if(graph.instrs.begin(), graph.instrs.end(),
                                                   [](const Instr& in) { return !in.dead; }));
   using Key = std::tuple<int, int, int>;  // depth, -reverse depth, id

@@ -4,6 +4,7 @@
 #include <queue>
 #include <span>
 
+#include "compiler/flat_successors.h"
 #include "compiler/insert_dependencies.h"
 #include "support/error.h"
 
@@ -22,8 +23,6 @@ void pruneRank(ir::RankProgram& rank) {
   auto idOf = [&](int t, int s) { return base[t] + s; };
   // Kahn over program order + deps. Successor lists in one flat array (CSR), each in the order
   // the edges are met below.
-  std::vector<int> indegree(total, 0);
-  std::vector<int> succBegin(total + 1, 0);
   auto forEachEdge = [&](auto&& visit) {
     for (int t = 0; t < m; ++t)
       for (int s = 0; s < static_cast<int>(tbs[t].steps.size()); ++s) {
@@ -33,17 +32,10 @@ void pruneRank(ir::RankProgram& rank) {
           visit(idOf(d.tb, d.step), id);
       }
   };
-  forEachEdge([&](int from, int to) {
-    ++succBegin[from + 1];
-    ++indegree[to];
-  });
-  for (int id = 0; id < total; ++id)
-    succBegin[id + 1] += succBegin[id];
-  std::vector<int> succs(succBegin[total]);
-  {
-    std::vector<int> next(succBegin.begin(), succBegin.end() - 1);
-    forEachEdge([&](int from, int to) { succs[next[from]++] = to; });
-  }
+  FlatSuccessors successors = flatSuccessors(total, forEachEdge);
+  std::vector<int>& indegree = successors.indegree;
+  const std::vector<int>& succBegin = successors.begin;
+  const std::vector<int>& succs = successors.succs;
   std::queue<int> ready;
   for (int id = 0; id < total; ++id)
     if (indegree[id] == 0) ready.push(id);

@@ -145,21 +145,17 @@ std::unique_ptr<ConnectionSet> connectMixed(Store& store, int rank, int nranks,
   std::vector<bool> remotePeers(ix(nranks), true);
   for (int r : hostRanks)
     remotePeers[ix(r)] = false;
+  // The remote transport's options as the shm group's: one group id, timeout and FIFO shape.
+  const auto sharing = [&](auto remoteOptions) {
+    remoteOptions.groupId = prefix;
+    remoteOptions.timeout = options.shm.timeout;
+    remoteOptions.fifo = options.shm.fifo;
+    remoteOptions.peers = remotePeers;
+    return remoteOptions;
+  };
   const auto connectRemote = [&] {
-    if (remote.ucx) {
-      UcxOptions ucx = options.ucx;
-      ucx.groupId = prefix;
-      ucx.timeout = options.shm.timeout;
-      ucx.fifo = options.shm.fifo;
-      ucx.peers = remotePeers;
-      return connectUcx(store, rank, nranks, ucx);
-    }
-    TcpOptions tcp = options.tcp;
-    tcp.groupId = prefix;
-    tcp.timeout = options.shm.timeout;
-    tcp.fifo = options.shm.fifo;
-    tcp.peers = remotePeers;
-    return connectTcp(store, rank, nranks, tcp);
+    return remote.ucx ? connectUcx(store, rank, nranks, sharing(options.ucx))
+                      : connectTcp(store, rank, nranks, sharing(options.tcp));
   };
   if (hostSize == 1)  // alone on this host: remote only, but the hosts are still known
     return std::make_unique<MixedConnections>(rank, nranks, std::move(hostRanks),

@@ -101,6 +101,33 @@ class NetnsHostsTest : public ::testing::Test {
     return runs;
   }
 
+  // Rank 3 is killed 2 s into a long run under `environment`: every other rank fails within
+  // the timeout, and the cause some rank reports is rank 3's death, not a timeout. Ranks 0 and 1
+  // see its connection close ("lost rank 3", over tcp or ucx), rank 2, on its host, sees the
+  // process exit ("rank 3 (pid N) exited"); whichever fails first aborts the others with that
+  // cause, and under load either may win. (The transports' own detection of a lost peer:
+  // tests/transport and tests/runtime.)
+  void expectKilledRankNamed(const std::string& environment) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string longRun = fmt::format(
+        "'{}' bench allreduce --launched -b 64K -e 64K --budget 30 --batches 1000", CHORUS_CLI);
+    const std::vector<RankRun> runs = launch(longRun, environment, [&](int r) {
+      return r == 3 ? "timeout -s KILL 2 " + longRun : std::string();
+    });
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(25));
+    EXPECT_EQ(runs[3].exitCode, 137);
+    bool deathNamed = false;
+    for (int r = 0; r < 3; ++r) {
+      SCOPED_TRACE("rank " + std::to_string(r));
+      const std::string& output = runs[static_cast<std::size_t>(r)].output;
+      EXPECT_NE(runs[static_cast<std::size_t>(r)].exitCode, 0);
+      EXPECT_THAT(output, HasSubstr("rank 3"));
+      deathNamed = deathNamed || output.find("lost rank 3") != std::string::npos ||
+                   output.find("rank 3 (pid") != std::string::npos;
+    }
+    EXPECT_TRUE(deathNamed) << runs[0].output << runs[1].output << runs[2].output;
+  }
+
   static std::string bench(const std::string& arguments) {
     return fmt::format("'{}' bench {} --launched -b 1K -e 256K -f 16 --budget 0.01", CHORUS_CLI,
                        arguments);
@@ -204,30 +231,7 @@ TEST_F(NetnsHostsTest, HierarchicalAlgorithmsWithNodesAsHostsAreExact) {
 }
 
 TEST_F(NetnsHostsTest, RankKilledMidRunFailsEveryOtherRankWithinTheTimeout) {
-  const auto start = std::chrono::steady_clock::now();
-  const std::string longRun = fmt::format(
-      "'{}' bench allreduce --launched -b 64K -e 64K --budget 30 --batches 1000", CHORUS_CLI);
-  const std::vector<RankRun> runs = launch(
-      longRun, "", [&](int r) { return r == 3 ? "timeout -s KILL 2 " + longRun : std::string(); });
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(25));
-  EXPECT_EQ(runs[3].exitCode, 137);
-  for (int r = 0; r < 3; ++r) {
-    SCOPED_TRACE("rank " + std::to_string(r));
-    EXPECT_NE(runs[static_cast<std::size_t>(r)].exitCode, 0);
-    EXPECT_THAT(runs[static_cast<std::size_t>(r)].output, HasSubstr("rank 3"));
-  }
-  // Ranks 0 and 1 see rank 3's connection close ("lost rank 3"), rank 2, on its host, sees the
-  // process exit ("rank 3 (pid N) exited"); whichever fails first aborts the others with that
-  // cause, and under load either may win. The cause some rank reports is rank 3's death, not a
-  // timeout. (tcp's own detection of a lost peer: tests/transport/tcp_transport_test.cpp and
-  // tests/runtime/tcp_run_test.cpp.)
-  bool deathNamed = false;
-  for (int r = 0; r < 3; ++r) {
-    const std::string& output = runs[static_cast<std::size_t>(r)].output;
-    deathNamed = deathNamed || output.find("lost rank 3") != std::string::npos ||
-                 output.find("rank 3 (pid") != std::string::npos;
-  }
-  EXPECT_TRUE(deathNamed) << runs[0].output << runs[1].output << runs[2].output;
+  expectKilledRankNamed("");
 }
 
 TEST_F(NetnsHostsTest, RankThatNeverStartsIsNamedWithinTheTimeout) {
@@ -285,19 +289,7 @@ TEST_F(NetnsHostsTest, UcxAcrossHostsIsExact) {
 }
 
 TEST_F(NetnsHostsTest, RankKilledMidRunOverUcxFailsEveryOtherRankNamingIt) {
-  const auto start = std::chrono::steady_clock::now();
-  const std::string longRun = fmt::format(
-      "'{}' bench allreduce --launched -b 64K -e 64K --budget 30 --batches 1000", CHORUS_CLI);
-  const std::vector<RankRun> runs =
-      launch(longRun, "CHORUS_REMOTE_TRANSPORT=ucx UCX_TLS=tcp",
-             [&](int r) { return r == 3 ? "timeout -s KILL 2 " + longRun : std::string(); });
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(25));
-  EXPECT_EQ(runs[3].exitCode, 137);
-  for (int r = 0; r < 3; ++r) {
-    SCOPED_TRACE("rank " + std::to_string(r));
-    EXPECT_NE(runs[static_cast<std::size_t>(r)].exitCode, 0);
-    EXPECT_THAT(runs[static_cast<std::size_t>(r)].output, HasSubstr("rank 3"));
-  }
+  expectKilledRankNamed("CHORUS_REMOTE_TRANSPORT=ucx UCX_TLS=tcp");
 }
 
 TEST_F(NetnsHostsTest, ChorusLaunchAcrossHostsIsExact) {
