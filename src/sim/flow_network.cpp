@@ -101,12 +101,6 @@ int FlowNetwork::finish(double now, int id) {
   return f.owner;
 }
 
-std::vector<FlowEnd> FlowNetwork::takePosted() {
-  std::vector<FlowEnd> out;
-  out.swap(posted_);
-  return out;
-}
-
 // A rank engine's flow count changed from `before`: its node cpu's demand follows.
 void FlowNetwork::changeDemand(const SimResource& engine, std::size_t before) {
   const auto inUse = [&](std::size_t flows) {

@@ -88,8 +88,10 @@ class FlowNetwork {
   // Ends flow `id` at `now` (its end event came); returns its owner. Posts the new ends of the
   // flows it sped up.
   int finish(double now, int id);
-  // The ends posted since the last call, in posting order; the caller queues them.
-  std::vector<FlowEnd> takePosted();
+  // The ends posted since the last clearPosted(), in posting order; the caller queues them and
+  // clears them (the buffer keeps its memory, so starts and finishes do not allocate).
+  const std::vector<FlowEnd>& posted() const { return posted_; }
+  void clearPosted() { posted_.clear(); }
 
  private:
   void changeDemand(const SimResource& engine, std::size_t before);

@@ -15,7 +15,6 @@
 #include <deque>
 #include <limits>
 #include <map>
-#include <queue>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -246,18 +245,18 @@ class OneSidedSimulation {
 
   // ---- events ------------------------------------------------------------------------------
   void schedule(double time, OneSidedEvent kind, int id, std::uint32_t version = 0) {
-    events_.push(Event{time, seq_++, kind, id, version});
+    events_.push(Event{time, kind, id, version});
   }
 
   void queueFlowEnds() {
-    for (const FlowEnd& end : net_.takePosted())
+    for (const FlowEnd& end : net_.posted())
       schedule(end.time, OneSidedEvent::flowDone, end.flow, end.version);
+    net_.clearPosted();
   }
 
   void loop() {
     while (!events_.empty()) {
-      const Event e = events_.top();
-      events_.pop();
+      const Event e = events_.pop();
       ++eventCount_;
       now_ = e.time;
       switch (e.kind) {
@@ -676,9 +675,8 @@ class OneSidedSimulation {
   std::vector<std::map<int, Barrier>> barriers_;
   std::vector<std::array<std::vector<PacketSlot>, 3>> packets_;  // rank -> buffer -> chunk
   std::vector<std::vector<int>> packetWaiters_;                  // per rank whose packets
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  EventQueue<Event> events_;
   std::vector<int> worklist_;
-  std::uint64_t seq_ = 0;
   double now_ = 0;
   double finishTime_ = 0;
   int tbsDone_ = 0;

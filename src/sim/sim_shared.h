@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "ir/algorithm.h"
+#include "sim/event_queue.h"
 #include "sim/flow_network.h"
 #include "sim/simulator.h"
 #include "topology/fabric.h"
@@ -61,21 +61,6 @@ std::vector<double> nodeWorkingSets(const ir::Algorithm& algorithm, const topolo
 // Fills seconds, algbw, busbw, workingSet and links from the finish time and the network.
 void summarize(SimResult& result, const ir::Algorithm& algorithm, double seconds,
                const FlowNetwork& net, const std::vector<double>& workingSets);
-
-// An event of an event loop: what happens (`kind`, to `id`) at `time`; `seq` orders events of
-// the same time in the order they were posted; `version` tells a flow's current end from stale
-// ones. Ordered for a min-heap (std::greater).
-template <typename Kind>
-struct TimedEvent {
-  double time = 0;
-  std::uint64_t seq = 0;
-  Kind kind{};
-  int id = 0;
-  std::uint32_t version = 0;
-  bool operator>(const TimedEvent& other) const {
-    return std::tie(time, seq) > std::tie(other.time, other.seq);
-  }
-};
 
 // The chain of steps that decided the finish: from the record that ended last, back through
 // each record's predecessor (`preds`, -1 at the start), first to last, each with `waitedFor`.

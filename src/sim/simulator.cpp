@@ -44,7 +44,6 @@
 #include <deque>
 #include <limits>
 #include <map>
-#include <queue>
 #include <tuple>
 #include <unordered_map>
 
@@ -135,6 +134,21 @@ struct PortQueue {
   std::deque<int> waiting;
   int lastReleaser = kNone;  // record of the step that freed a port last (critical path)
   double lastRelease = 0;
+};
+
+// What the event loop reads of a step, packed by flat step index (the IR's Step is larger and
+// spread over the program): its op, its count and its dependencies, deps_[depBegin, depEnd).
+struct StepInfo {
+  ir::OpKind op = ir::OpKind::nop;
+  int count = 1;
+  int depBegin = 0;
+  int depEnd = 0;
+};
+
+// A dependency: step `step` of flat threadblock `tb`.
+struct FlatDep {
+  int tb = 0;
+  int step = 0;
 };
 
 struct Pass {
@@ -383,11 +397,19 @@ class Simulation {
       tbIndex_[r] = std::max(tbIndex_[r], tbIndex_[r - 1]);
     // Dependents as compressed rows: dependentStart_[step]..dependentStart_[step + 1].
     std::vector<std::pair<int, int>> edges;  // (flat step waited on, flat tb waiting)
+    steps_.clear();
+    deps_.clear();
     for (int t = 0; t < static_cast<int>(tbs_.size()); ++t) {
       const ThreadblockState& s = tbs_[static_cast<std::size_t>(t)];
-      for (const auto& step : s.program->steps)
-        for (const auto& dep : step.deps)
+      for (const auto& step : s.program->steps) {
+        StepInfo info{step.op, step.count, static_cast<int>(deps_.size()), 0};
+        for (const auto& dep : step.deps) {
           edges.emplace_back(flatStep(s.rank, dep.tb, dep.step), t);
+          deps_.push_back(FlatDep{flatTb(s.rank, dep.tb), dep.step});
+        }
+        info.depEnd = static_cast<int>(deps_.size());
+        steps_.push_back(info);
+      }
     }
     std::sort(edges.begin(), edges.end());
     edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
@@ -442,13 +464,12 @@ class Simulation {
 
   // ---- events -----------------------------------------------------------------------------
   void schedule(double time, EventKind kind, int id, std::uint32_t version = 0) {
-    events_.push(Event{time, seq_++, kind, id, version});
+    events_.push(Event{time, kind, id, version});
   }
 
   void loop() {
     while (!events_.empty() && !paused_) {
-      const Event e = events_.top();
-      events_.pop();
+      const Event e = events_.pop();
       ++eventCount_;
       now_ = e.time;
       switch (e.kind) {
@@ -494,9 +515,9 @@ class Simulation {
   }
 
   // ---- steps ------------------------------------------------------------------------------
-  // Whether step `step` of threadblock (rank, tb) finished its tile `tile`.
-  bool finished(int rank, int tb, int step, int tile) const {
-    const ThreadblockState& s = tbs_[static_cast<std::size_t>(flatTb(rank, tb))];
+  // Whether step `step` of flat threadblock `tb` finished its tile `tile`.
+  bool finished(int tb, int step, int tile) const {
+    const ThreadblockState& s = tbs_[static_cast<std::size_t>(tb)];
     if (s.phase == Phase::done) return true;
     return s.tile > tile || (s.tile == tile && s.step > step);
   }
@@ -512,21 +533,25 @@ class Simulation {
       worklist_.push_back(t);
       return;
     }
-    const ir::Step& step = s.program->steps[static_cast<std::size_t>(s.step)];
+    const StepInfo& step = steps_[static_cast<std::size_t>(s.stepBase + s.step)];
     // What was last to become ready (critical path): the previous step by default.
     double readyAt = s.lastEnd;
     Wait waited = Wait::previous;
     int waitedRecord = s.lastRecord;
     std::string waitedOn;
-    for (const auto& dep : step.deps) {
-      if (!finished(s.rank, dep.tb, dep.step, s.tile)) return;
+    for (int d = step.depBegin; d < step.depEnd; ++d) {
+      const FlatDep& dep = deps_[static_cast<std::size_t>(d)];
+      if (!finished(dep.tb, dep.step, s.tile)) return;
       if (recording()) {
-        const int rec = recordOf(flatStep(s.rank, dep.tb, dep.step), s.tile);
+        const int rec =
+            recordOf(tbs_[static_cast<std::size_t>(dep.tb)].stepBase + dep.step, s.tile);
         if (rec != kNone && records_[static_cast<std::size_t>(rec)].end >= readyAt) {
           readyAt = records_[static_cast<std::size_t>(rec)].end;
           waited = Wait::dependency;
           waitedRecord = rec;
-          waitedOn = fmt::format("tb {} step {}", dep.tb, dep.step);
+          const ir::StepRef& ref = s.program->steps[static_cast<std::size_t>(s.step)]
+                                       .deps[static_cast<std::size_t>(d - step.depBegin)];
+          waitedOn = fmt::format("tb {} step {}", ref.tb, ref.step);
         }
       }
     }
@@ -639,7 +664,7 @@ class Simulation {
   void startPass(int t) {
     ThreadblockState& s = tbs_[static_cast<std::size_t>(t)];
     s.phase = Phase::working;
-    const ir::Step& step = s.program->steps[static_cast<std::size_t>(s.step)];
+    const StepInfo& step = steps_[static_cast<std::size_t>(s.stepBase + s.step)];
     Pass passes[2];
     const int n = passesOf(step.op, passes, slicing_);
     const bool moves = ir::opSends(step.op) || ir::opReceives(step.op);
@@ -699,7 +724,7 @@ class Simulation {
 
   void endStep(int t, bool latencyPaid = false) {
     ThreadblockState& s = tbs_[static_cast<std::size_t>(t)];
-    const ir::Step& step = s.program->steps[static_cast<std::size_t>(s.step)];
+    const StepInfo& step = steps_[static_cast<std::size_t>(s.stepBase + s.step)];
     if (s.record != kNone) records_[static_cast<std::size_t>(s.record)].end = now_;
     if (ir::opReceives(step.op)) {
       Connection& c = conns_[static_cast<std::size_t>(s.recvConn)];
@@ -761,8 +786,9 @@ class Simulation {
   // ---- flows ------------------------------------------------------------------------------
   // Queues the flow ends the network posted, in posting order.
   void queueFlowEnds() {
-    for (const FlowEnd& end : net_.takePosted())
+    for (const FlowEnd& end : net_.posted())
       schedule(end.time, EventKind::flowDone, end.flow, end.version);
+    net_.clearPosted();
   }
 
   int startFlow(int t, double bytes, double baseRate, double efficiency,
@@ -867,10 +893,11 @@ class Simulation {
   std::vector<int> tbIndex_;
   std::vector<int> dependentStart_;
   std::vector<int> dependents_;
+  std::vector<StepInfo> steps_;  // by flat step index
+  std::vector<FlatDep> deps_;
   std::vector<Connection> conns_;
   std::vector<int> worklist_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
-  std::uint64_t seq_ = 0;
+  EventQueue<Event> events_;
   double now_ = 0;
   double finishTime_ = 0;
   int tbsDone_ = 0;
