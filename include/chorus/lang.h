@@ -8,6 +8,7 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/collective.h"
@@ -119,6 +120,10 @@ class Program {
   std::vector<Violation> checkPostcondition() const;
   // The traced chunk graph (valid until the Program is destroyed or traced further).
   const ir::Dag& dag() const { return dag_; }
+  // Moves the traced chunk graph out, to compile it while the Program is checked or freed. The
+  // Program keeps its name, collective and symbolic values (checkPostcondition(), valueAt())
+  // but no ops: it cannot be traced further.
+  ir::Dag takeDag();
   // Symbolic value now at (rank, buffer, index) (after in-place aliasing).
   ir::ChunkValue valueAt(int rank, Buffer buffer, int index) const;
 
@@ -141,15 +146,26 @@ class Program {
   ChunkRef record(ir::DagOpKind kind, const ChunkRef& src, int dstRank, Buffer dstBuffer,
                   int dstIndex, const OpOptions& options, const std::source_location& where);
 
-  // The location named by errors and recorded ops: callerLocation_ when set, else `where`.
-  std::string locationOf(const std::source_location& where) const;
+  // The location recorded in an op (index into dag_.locations): callerLocation_ when set, else
+  // `where`; each distinct location is stored once.
+  int locationId(const std::source_location& where);
   [[noreturn]] void fail(const std::string& message, const std::source_location& where) const;
 
   ir::Dag dag_;
   std::string callerLocation_;
+  std::unordered_map<std::string, int> locationIds_;  // dag_.locations' indices
+  // The last C++ location interned (a trace records many ops from one line in a row).
+  const char* lastFile_ = nullptr;
+  std::uint_least32_t lastLine_ = 0;
+  int lastLocation_ = -1;
   // slots_[rank][buffer] grows on demand for scratch; input/output are sized by the collective.
   std::vector<std::vector<std::vector<Slot>>> slots_;
   std::uint64_t clock_ = 0;
+  bool traceable_ = true;  // false once takeDag() took the ops
+  // record()'s working lists, kept to reuse their storage.
+  std::vector<ir::ChunkValue> recordValues_;
+  std::vector<int> recordTrueDeps_;
+  std::vector<int> recordFalseDeps_;
   int parallelFactor_ = 1;
 };
 

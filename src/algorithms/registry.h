@@ -110,8 +110,13 @@ std::unique_ptr<lang::Program> buildProgram(const BuildRequest& request);
 // Throws CompileError listing (up to 10 of) the traced program's postcondition violations.
 void requirePostcondition(const lang::Program& program, std::string_view algorithm);
 
-// buildProgram, then the traced postcondition check (CompileError listing the violations),
-// then compiler::compileProgram on the program's DAG.
+// buildProgram, then compileTraced: compiler::compileProgram on the program's DAG beside the
+// traced postcondition check.
+// Compiles a traced program while a second thread checks its postcondition (CompileError
+// listing the violations, thrown in preference to any compile error) and frees it.
+compiler::CompileResult compileTraced(std::unique_ptr<lang::Program> program,
+                                      std::string_view algorithm,
+                                      const compiler::CompileOptions& options = {});
 compiler::CompileResult compileAlgorithm(const BuildRequest& request,
                                          const compiler::CompileOptions& options = {});
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <string>
-#include <unordered_map>
 
 #include "support/error.h"
 
@@ -82,15 +81,16 @@ InstrGraph lowerDag(const ir::Dag& dag, const PassContext&) {
     const auto l = c.canonical(loc.rank, {loc.buffer, loc.index});
     return std::pair{l.buffer, l.index};
   };
-  // DSL locations are interned: consecutive ops usually share one.
-  std::unordered_map<std::string, int> locationIds;
-  int lastLocation = -1;
-  auto locationId = [&](const std::string& where) {
-    if (lastLocation >= 0 && graph.locations[lastLocation] == where) return lastLocation;
-    auto [it, added] = locationIds.try_emplace(where, static_cast<int>(graph.locations.size()));
-    if (added) graph.locations.push_back(where);
-    lastLocation = it->second;
-    return lastLocation;
+  // The Dag's interned DSL locations; an op without one gets an empty location.
+  graph.locations = dag.locations;
+  int noLocation = -1;
+  auto locationId = [&](int where) {
+    if (where >= 0) return where;
+    if (noLocation < 0) {
+      noLocation = static_cast<int>(graph.locations.size());
+      graph.locations.emplace_back();
+    }
+    return noLocation;
   };
   std::size_t instrCount = 0;
   for (const auto& op : dag.ops)

@@ -125,13 +125,14 @@ void checkDisabledPasses(const CompileOptions& options) {
   }
 }
 
-ir::Algorithm verifyResult(ir::Algorithm algorithm, const CompileOptions& options,
-                           const std::shared_ptr<const ir::Collective>& collective) {
+// Throws the CompileError of the verify pass when `algorithm` fails verification.
+void requireVerified(const ir::Algorithm& algorithm, const CompileOptions& options,
+                     const std::shared_ptr<const ir::Collective>& collective) {
   verify::VerifyOptions v;
   v.fifoSlots = options.fifoSlots;
   v.collective = collective;
   const auto report = verify::verifyAlgorithm(algorithm, v);
-  if (report.ok()) return algorithm;
+  if (report.ok()) return;
   const bool onlyWritesInput = std::all_of(
       report.findings.begin(), report.findings.end(),
       [](const verify::Finding& f) { return f.kind == verify::FindingKind::writesInput; });
@@ -166,13 +167,15 @@ const std::vector<std::string>& passNames() {
   return names;
 }
 
-CompileResult compileProgram(const ir::Dag& dag, const CompileOptions& options) {
-  checkDisabledPasses(options);
-  if (!dag.collective) throw OptionError("compileProgram: the Dag has no collective");
-  PassRunner runner(options);
-  ir::Dag replicated = runner.run("replicate-instances", dag, replicateInstances);
+namespace {
+
+// The passes after replication. Each stage's input is freed once the next stage holds its
+// result (a 1024-rank ring's graphs are gigabytes).
+CompileResult compileReplicated(ir::Dag replicated, PassRunner& runner,
+                                const CompileOptions& options) {
   const auto collective = replicated.collective;
   InstrGraph graph = runner.run("lower", replicated, lowerDag);
+  replicated = ir::Dag{};
   graph = runner.runOptional("fuse-instructions", std::move(graph), fuseInstructions);
   // Channel assignment and scheduling iterate when two flows' messages cannot keep their order on
   // one connection (the scheduler names a flow to move to another channel).
@@ -194,13 +197,40 @@ CompileResult compileProgram(const ir::Dag& dag, const CompileOptions& options) 
     }
   }
   ir::Algorithm algorithm = runner.run("insert-dependencies", graph, insertDependencies);
+  graph = InstrGraph{};
   algorithm = runner.runOptional("prune-waits", std::move(algorithm), pruneWaits);
   if (options.verify)
     algorithm = runner.runOptional("verify", std::move(algorithm),
                                    [&](ir::Algorithm a, const PassContext&) {
-                                     return verifyResult(std::move(a), options, collective);
+                                     requireVerified(a, options, collective);
+                                     return a;
                                    });
-  return {std::move(algorithm), runner.takeStats()};
+  return {std::move(algorithm), runner.takeStats(), collective};
+}
+
+}  // namespace
+
+void verifyCompiled(const ir::Algorithm& algorithm,
+                    const std::shared_ptr<const ir::Collective>& collective,
+                    const CompileOptions& options) {
+  requireVerified(algorithm, options, collective);
+}
+
+CompileResult compileProgram(const ir::Dag& dag, const CompileOptions& options) {
+  checkDisabledPasses(options);
+  if (!dag.collective) throw OptionError("compileProgram: the Dag has no collective");
+  PassRunner runner(options);
+  return compileReplicated(runner.run("replicate-instances", dag, replicateInstances), runner,
+                           options);
+}
+
+CompileResult compileProgram(ir::Dag&& dag, const CompileOptions& options) {
+  checkDisabledPasses(options);
+  if (!dag.collective) throw OptionError("compileProgram: the Dag has no collective");
+  PassRunner runner(options);
+  ir::Dag replicated = runner.run("replicate-instances", dag, replicateInstances);
+  dag = ir::Dag{};
+  return compileReplicated(std::move(replicated), runner, options);
 }
 
 }  // namespace chorus::compiler

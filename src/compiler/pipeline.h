@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct PassStats {
 struct CompileResult {
   ir::Algorithm algorithm;
   std::vector<PassStats> passes;
+  // The collective the algorithm implements, refined by instances and parallelization (what
+  // the verify pass checks against).
+  std::shared_ptr<const ir::Collective> collective;
 };
 
 // Names of all passes in pipeline order (for --disable-pass and docs).
@@ -45,5 +49,14 @@ const std::vector<std::string>& passNames();
 // manual threadblock conflicts) or, with options.verify, when the verifier finds a violation.
 // Deterministic: the same Dag and options give the same Algorithm.
 CompileResult compileProgram(const ir::Dag& dag, const CompileOptions& options = {});
+// The same, freeing the Dag as soon as it is replicated (less memory at scale).
+CompileResult compileProgram(ir::Dag&& dag, const CompileOptions& options = {});
+
+// The verify pass alone, for an algorithm compiled with options.verify = false (to check it
+// later or beside other work) against CompileResult::collective: throws the CompileError the
+// pass would have thrown. Reads `algorithm` only; safe beside other readers.
+void verifyCompiled(const ir::Algorithm& algorithm,
+                    const std::shared_ptr<const ir::Collective>& collective,
+                    const CompileOptions& options);
 
 }  // namespace chorus::compiler

@@ -44,7 +44,7 @@ struct DagOpFields {
   ir::ChunkLoc src, dst;
   int count, channel, sendTb, recvTb, parallel, replica;
   std::vector<int> trueDeps, falseDeps;
-  std::string where;
+  int where;
 };
 static_assert(sizeof(DagOpFields) == sizeof(ir::DagOp),
               "ir::DagOp gained a field: copy it in withoutDeps() and list it in DagOpFields");
@@ -80,6 +80,7 @@ ir::Dag replicateInstances(const ir::Dag& dag, const PassContext&) {
   out.instances = 1;
   out.collective = factor == 1 ? dag.collective : dag.collective->refined(factor);
   out.scratchChunks = dag.scratchChunks;
+  out.locations = dag.locations;
   for (auto& s : out.scratchChunks)
     s *= factor;
   out.ops.reserve(dag.ops.size());

@@ -37,7 +37,7 @@ struct DagOp {
   int replica = 0;             // set by the compiler's replication: which copy of a parallelized op
   std::vector<int> trueDeps;   // ops whose results this op reads (read-after-write)
   std::vector<int> falseDeps;  // ops whose locations this op overwrites (write-after-read/write)
-  std::string where;           // DSL source location "file:line"
+  int where = -1;              // DSL source location: index into Dag::locations, -1 if none
 };
 
 struct Dag {
@@ -45,8 +45,15 @@ struct Dag {
   std::shared_ptr<const Collective> collective;
   Protocol protocol = Protocol::simple;
   int instances = 1;
-  std::vector<int> scratchChunks;  // per rank: highest scratch index used + 1
-  std::vector<DagOp> ops;          // trace order, which is a topological order
+  std::vector<int> scratchChunks;      // per rank: highest scratch index used + 1
+  std::vector<DagOp> ops;              // trace order, which is a topological order
+  std::vector<std::string> locations;  // distinct DSL source locations "file:line" (DagOp::where)
+
+  // The DSL source location of `op` ("file:line"); empty when it has none.
+  const std::string& whereOf(const DagOp& op) const {
+    static const std::string none;
+    return op.where >= 0 ? locations[static_cast<std::size_t>(op.where)] : none;
+  }
 };
 
 }  // namespace chorus::ir

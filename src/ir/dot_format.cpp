@@ -133,7 +133,8 @@ std::string writeDagDot(const Dag& dag) {
         fmt::format("{} {} -> {} x{}", op.kind == DagOpKind::copy ? "copy" : "reduce",
                     location(op.src), location(op.dst), op.count);
     out += fmt::format("  op{} [label={}", op.id, quoted(label));
-    if (!op.where.empty()) out += fmt::format(", tooltip={}", quoted(op.where));
+    if (const std::string& where = dag.whereOf(op); !where.empty())
+      out += fmt::format(", tooltip={}", quoted(where));
     out += "];\n";
   }
   for (const DagOp& op : dag.ops) {

@@ -25,9 +25,20 @@ void addUnique(std::vector<int>& list, int value) {
 
 }  // namespace
 
-std::string Program::locationOf(const std::source_location& where) const {
-  if (!callerLocation_.empty()) return callerLocation_;
-  return fmt::format("{}:{}", where.file_name(), where.line());
+int Program::locationId(const std::source_location& where) {
+  const bool fromCaller = !callerLocation_.empty();
+  if (!fromCaller && lastLocation_ >= 0 && where.file_name() == lastFile_ &&
+      where.line() == lastLine_)
+    return lastLocation_;
+  std::string location =
+      fromCaller ? callerLocation_ : fmt::format("{}:{}", where.file_name(), where.line());
+  const auto [it, added] =
+      locationIds_.try_emplace(std::move(location), static_cast<int>(dag_.locations.size()));
+  if (added) dag_.locations.push_back(it->first);
+  lastFile_ = fromCaller ? nullptr : where.file_name();
+  lastLine_ = where.line();
+  lastLocation_ = fromCaller ? -1 : it->second;
+  return it->second;
 }
 
 void Program::fail(const std::string& message, const std::source_location& where) const {
@@ -143,7 +154,7 @@ void Program::checkRef(const ChunkRef& ref, const std::source_location& where, c
                        "{}) after this reference was made; use the reference returned by that "
                        "operation or call chunk() again",
                        what, slotName(ref.rank_, ref.buffer_, ref.index_ + i),
-                       slot.lastWriter >= 0 ? dag_.ops[slot.lastWriter].where : "?"),
+                       slot.lastWriter >= 0 ? dag_.whereOf(dag_.ops[slot.lastWriter]) : "?"),
            where);
   }
 }
@@ -152,6 +163,10 @@ ChunkRef Program::record(ir::DagOpKind kind, const ChunkRef& src, int dstRank, B
                          int dstIndex, const OpOptions& options,
                          const std::source_location& where) {
   const char* what = kind == ir::DagOpKind::copy ? "copy()" : "reduce()";
+  if (!traceable_)
+    fail(
+        fmt::format("{}: the program's ops were taken (takeDag()); trace into a new Program", what),
+        where);
   checkRef(src, where, what);
   const int count = src.count_;
   // Validate the destination range before changing any state.
@@ -173,10 +188,11 @@ ChunkRef Program::record(ir::DagOpKind kind, const ChunkRef& src, int dstRank, B
   op.sendTb = options.sendTb;
   op.recvTb = options.recvTb;
   op.parallel = parallelFactor_;
-  op.where = locationOf(where);
+  op.where = locationId(where);
 
   // Compute the new values first (the source and destination ranges may overlap).
-  std::vector<ir::ChunkValue> values(count);
+  std::vector<ir::ChunkValue>& values = recordValues_;
+  values.assign(static_cast<std::size_t>(count), ir::ChunkValue());
   for (int i = 0; i < count; ++i) {
     const Slot& s = slotAt(src.rank_, src.buffer_, src.index_ + i, where, what);
     values[i] = s.value;
@@ -186,23 +202,29 @@ ChunkRef Program::record(ir::DagOpKind kind, const ChunkRef& src, int dstRank, B
     }
   }
   // Dependencies: reads depend on the last writer (true); writes on the readers since the last
-  // write, or on the last writer (false).
+  // write, or on the last writer (false). Gathered in scratch lists, stored at their size.
+  std::vector<int>& trueDeps = recordTrueDeps_;
+  std::vector<int>& falseDeps = recordFalseDeps_;
+  trueDeps.clear();
+  falseDeps.clear();
   for (int i = 0; i < count; ++i) {
     Slot& s = slotAt(src.rank_, src.buffer_, src.index_ + i, where, what);
-    addUnique(op.trueDeps, s.lastWriter);
+    addUnique(trueDeps, s.lastWriter);
   }
   for (int i = 0; i < count; ++i) {
     Slot& d = slotAt(dstRank, dstBuffer, dstIndex + i, where, what);
-    if (kind == ir::DagOpKind::reduce) addUnique(op.trueDeps, d.lastWriter);
+    if (kind == ir::DagOpKind::reduce) addUnique(trueDeps, d.lastWriter);
     for (int reader : d.readersSinceWrite)
-      if (std::find(op.trueDeps.begin(), op.trueDeps.end(), reader) == op.trueDeps.end())
-        addUnique(op.falseDeps, reader);
+      if (std::find(trueDeps.begin(), trueDeps.end(), reader) == trueDeps.end())
+        addUnique(falseDeps, reader);
     if (d.readersSinceWrite.empty() && kind == ir::DagOpKind::copy &&
-        std::find(op.trueDeps.begin(), op.trueDeps.end(), d.lastWriter) == op.trueDeps.end())
-      addUnique(op.falseDeps, d.lastWriter);
+        std::find(trueDeps.begin(), trueDeps.end(), d.lastWriter) == trueDeps.end())
+      addUnique(falseDeps, d.lastWriter);
   }
-  std::sort(op.trueDeps.begin(), op.trueDeps.end());
-  std::sort(op.falseDeps.begin(), op.falseDeps.end());
+  std::sort(trueDeps.begin(), trueDeps.end());
+  std::sort(falseDeps.begin(), falseDeps.end());
+  op.trueDeps.assign(trueDeps.begin(), trueDeps.end());
+  op.falseDeps.assign(falseDeps.begin(), falseDeps.end());
   for (int i = 0; i < count; ++i) {
     Slot& s = slotAt(src.rank_, src.buffer_, src.index_ + i, where, what);
     addUnique(s.readersSinceWrite, op.id);
@@ -210,12 +232,13 @@ ChunkRef Program::record(ir::DagOpKind kind, const ChunkRef& src, int dstRank, B
   ++clock_;
   for (int i = 0; i < count; ++i) {
     Slot& d = slotAt(dstRank, dstBuffer, dstIndex + i, where, what);
-    d.value = values[i];
+    d.value = std::move(values[i]);
     d.writeStamp = clock_;
     d.lastWriter = op.id;
     d.readersSinceWrite.clear();
   }
   dag_.ops.push_back(std::move(op));
+  values.clear();
   return ChunkRef(this, dstRank, dstBuffer, dstIndex, count, clock_);
 }
 
@@ -258,6 +281,16 @@ Program::ParallelScope Program::parallelize(int factor, std::source_location whe
 
 Program::ParallelScope::~ParallelScope() {
   program_->parallelFactor_ /= factor_;
+}
+
+ir::Dag Program::takeDag() {
+  ir::Dag out = std::move(dag_);
+  dag_ = ir::Dag{};
+  dag_.name = out.name;
+  dag_.collective = out.collective;
+  dag_.scratchChunks.assign(out.scratchChunks.size(), 0);
+  traceable_ = false;
+  return out;
 }
 
 std::vector<Violation> Program::checkPostcondition() const {

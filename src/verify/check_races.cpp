@@ -113,17 +113,27 @@ class RaceChecker {
     return static_cast<int>(queue.size()) == n;
   }
 
+  // Accesses sorted by (slot, node). A slot belongs to one rank, so only ranks with two or
+  // more tbs can race; the others' accesses are left out.
   void collectAccesses() {
+    std::vector<Access> byNode;
     for (int v = 0; v < model_.nodeCount(); ++v) {
       const int rank = model_.tbs[model_.nodeTb[v]].rank;
+      if (model_.rankFirstTb[rank + 1] - model_.rankFirstTb[rank] < 2) continue;
       for (const StepAccess& a : localAccesses(model_.step(v)))
         for (int i = 0; i < a.count; ++i)
-          accesses_.push_back(Access{model_.slotOf(rank, a.buffer, a.index + i), v, a.writes,
-                                     a.buffer, a.index + i});
+          byNode.push_back(Access{model_.slotOf(rank, a.buffer, a.index + i), v, a.writes, a.buffer,
+                                  a.index + i});
     }
-    std::sort(accesses_.begin(), accesses_.end(), [](const Access& x, const Access& y) {
-      return x.slot != y.slot ? x.slot < y.slot : x.node < y.node;
-    });
+    // Counting sort by slot; stable, so each slot's accesses stay in node order.
+    std::vector<std::size_t> start(model_.slotRank.size() + 1, 0);
+    for (const Access& a : byNode)
+      ++start[static_cast<std::size_t>(a.slot) + 1];
+    for (std::size_t s = 1; s < start.size(); ++s)
+      start[s] += start[s - 1];
+    accesses_.resize(byNode.size());
+    for (const Access& a : byNode)
+      accesses_[start[static_cast<std::size_t>(a.slot)]++] = a;
   }
 
   void findRaces() {

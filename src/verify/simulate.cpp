@@ -154,25 +154,30 @@ class Simulator {
   // payload (empty when the step sends nothing).
   std::vector<ChunkValue> computeStep(int t, int s, const ir::Step& step, Message& received) {
     const auto n = static_cast<std::size_t>(step.count);
-    std::vector<ChunkValue> src, dst, sent;
-    if (ir::opReadsSrc(step.op)) src = read(t, s, step, step.srcBuffer, step.srcIndex);
+    std::vector<ChunkValue> sent;
+    std::vector<ChunkValue>& src = srcScratch_;
+    std::vector<ChunkValue>& dst = dstScratch_;
+    if (ir::opReadsSrc(step.op)) read(t, s, step, step.srcBuffer, step.srcIndex, src);
     if (ir::opReadsDst(step.op))
-      dst = read(t, s, step, step.dstBuffer, step.dstIndex);
+      read(t, s, step, step.dstBuffer, step.dstIndex, dst);
     else if (ir::opWritesDst(step.op))
-      dst.resize(n);
+      dst.assign(n, ChunkValue());
     if (ir::opReceives(step.op)) received.payload.resize(n);  // a short message: unset values
     if (ir::opSends(step.op)) sent.resize(n);
     const ir::StepOperands<ChunkValue> io{src.data(), dst.data(), received.payload.data(),
                                           sent.data()};
     ir::applyStep(step.op, io, n, reduceValues);
     if (ir::opWritesDst(step.op)) write(t, step, dst);
+    src.clear();
+    dst.clear();
     return sent;
   }
 
-  std::vector<ChunkValue> read(int t, int s, const ir::Step& step, ir::BufferKind buffer,
-                               int index) {
+  // Reads the step's `count` chunks at (buffer, index) into `values`; reports uninitialized ones.
+  void read(int t, int s, const ir::Step& step, ir::BufferKind buffer, int index,
+            std::vector<ChunkValue>& values) {
     const int rank = model_.tbs[t].rank;
-    std::vector<ChunkValue> values(step.count);
+    values.assign(static_cast<std::size_t>(step.count), ChunkValue());
     int firstEmpty = -1;
     int empties = 0;
     for (int i = 0; i < step.count; ++i) {
@@ -183,7 +188,6 @@ class Simulator {
       }
     }
     if (empties > 0) reportUninitialized(t, s, step, buffer, firstEmpty, empties);
-    return values;
   }
 
   void write(int t, const ir::Step& step, const std::vector<ChunkValue>& values) {
@@ -230,6 +234,9 @@ class Simulator {
   std::vector<char> receiverWaiting_;
   std::vector<char> senderWaiting_;
   SimResult result_;
+  // computeStep's operands, kept to reuse their storage.
+  std::vector<ChunkValue> srcScratch_;
+  std::vector<ChunkValue> dstScratch_;
 };
 
 }  // namespace

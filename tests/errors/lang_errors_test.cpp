@@ -125,6 +125,34 @@ TEST(LangErrors, PostconditionViolationNamesRankAndChunk) {
                                      HasSubstr("requires sum{in(0,0) in(1,0)}")));
 }
 
+// takeDag() hands the ops to the compiler; the Program still answers postcondition checks but
+// refuses further tracing instead of corrupting the ids its slots refer to.
+TEST(LangErrors, TracingAfterTakeDagIsRefused) {
+  lang::Program p("t", lang::allReduce(2, 1, false));
+  p.chunk(0, Buffer::input, 0).copy(0, Buffer::output, 0);
+  const ir::Dag dag = p.takeDag();
+  EXPECT_EQ(dag.ops.size(), 1u);
+  EXPECT_TRUE(p.dag().ops.empty());
+  EXPECT_EQ(p.checkPostcondition().size(), 2u);  // rank 0's sum lacks in(1,0); rank 1 unset
+  EXPECT_THAT(programError([&] { p.chunk(1, Buffer::input, 0).copy(1, Buffer::output, 0); }),
+              AllOf(HasSubstr("copy(): the program's ops were taken (takeDag())"),
+                    HasSubstr("lang_errors_test.cpp:")));
+}
+
+// Ops traced from one source line share one stored location.
+TEST(LangErrors, OpsFromOneLineShareTheirLocation) {
+  lang::Program p("t", lang::allGather(4, 1, false));
+  for (int r = 0; r < 4; ++r)
+    p.chunk(r, Buffer::input, 0).copy((r + 1) % 4, Buffer::output, r);
+  p.chunk(0, Buffer::input, 0).copy(0, Buffer::output, 0);
+  const ir::Dag& dag = p.dag();
+  ASSERT_EQ(dag.ops.size(), 5u);
+  EXPECT_EQ(dag.locations.size(), 2u);
+  EXPECT_EQ(dag.ops[0].where, dag.ops[3].where);
+  EXPECT_NE(dag.ops[0].where, dag.ops[4].where);
+  EXPECT_THAT(dag.whereOf(dag.ops[4]), HasSubstr("lang_errors_test.cpp:"));
+}
+
 TEST(LangErrors, CollectiveOptionErrors) {
   EXPECT_THROW(lang::allReduce(0, 1, false), OptionError);
   EXPECT_THROW(lang::broadcast(4, 1, 4, false), OptionError);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "algorithm_test_util.h"
 #include "algorithms/registry.h"
+#include "chorus/lang.h"
 #include "support/error.h"
 
 namespace chorus::algorithms {
@@ -395,6 +397,26 @@ TEST(AlgorithmShapeTest, AllToNextBackwardSpreadsNodeBoundaryOverAllGpus) {
   const compiler::CompileResult result = compileAlgorithm(request);
   EXPECT_EQ(result.algorithm.customName, "alltonext-backward");
   EXPECT_EQ(result.algorithm.name, "alltonext");
+}
+
+// compileTraced compiles while a second thread checks the postcondition: a program that misses
+// it is reported as such, not by the verify pass that also rejects it; a correct one compiles.
+TEST(CompileTraced, PostconditionErrorComesFirst) {
+  auto wrong = std::make_unique<lang::Program>("half_sum", lang::allReduce(2, 1, false));
+  wrong->chunk(0, lang::Buffer::input, 0).copy(0, lang::Buffer::output, 0);
+  wrong->chunk(1, lang::Buffer::input, 0).copy(1, lang::Buffer::output, 0);
+  try {
+    compileTraced(std::move(wrong), "half_sum");
+    FAIL() << "compiled a program that misses its postcondition";
+  } catch (const CompileError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("half_sum does not implement allreduce: 2 output chunk"));
+  }
+  auto right = std::make_unique<lang::Program>("sum", lang::allReduce(2, 1, false));
+  right->chunk(0, lang::Buffer::input, 0).copy(0, lang::Buffer::output, 0);
+  right->chunk(0, lang::Buffer::output, 0)
+      .reduce(right->chunk(1, lang::Buffer::input, 0))
+      .copy(1, lang::Buffer::output, 0);
+  EXPECT_EQ(compileTraced(std::move(right), "sum").algorithm.nranks, 2);
 }
 
 }  // namespace

@@ -84,7 +84,7 @@ TEST(CallerLocation, NamesTheBindingsCallerInErrorsAndOps) {
   lang::Program program("p", lang::allGather(2, 1, false));
   program.setCallerLocation("user.py:7");
   program.chunk(0, lang::Buffer::input, 0).copy(0, lang::Buffer::output, 0);
-  EXPECT_EQ(program.dag().ops.back().where, "user.py:7");
+  EXPECT_EQ(program.dag().whereOf(program.dag().ops.back()), "user.py:7");
   program.setCallerLocation("user.py:9");
   try {
     program.chunk(0, lang::Buffer::input, 5);

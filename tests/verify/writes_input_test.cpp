@@ -161,6 +161,33 @@ TEST(VerifyWritesInput, CompilingADslProgramThatWritesItsInputFails) {
   }
 }
 
+// The verify pass run on its own (compiler::verifyCompiled, as `chorus simulate` runs it beside
+// the simulation) throws what the pass throws.
+TEST(VerifyWritesInput, VerifyCompiledThrowsWhatThePassThrows) {
+  lang::Program p("accumulate_in_input", lang::allReduce(2, 1, false));
+  auto sum = p.chunk(0, lang::Buffer::input, 0).reduce(p.chunk(1, lang::Buffer::input, 0));
+  sum.copy(0, lang::Buffer::output, 0);
+  sum.copy(1, lang::Buffer::output, 0);
+  compiler::CompileOptions unverified;
+  unverified.verify = false;
+  const compiler::CompileResult result = compiler::compileProgram(p.dag(), unverified);
+  ASSERT_NE(result.collective, nullptr);
+  try {
+    compiler::verifyCompiled(result.algorithm, result.collective, {});
+    FAIL() << "verified a program that writes its input";
+  } catch (const CompileError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("the program 'accumulate_in_input' writes its input "
+                                        "buffer, but its collective is out-of-place"));
+  }
+  // A correct program passes.
+  lang::Program ok("sum_in_output", lang::allReduce(2, 1, false));
+  ok.chunk(0, lang::Buffer::input, 0).copy(0, lang::Buffer::output, 0);
+  auto total = ok.chunk(0, lang::Buffer::output, 0).reduce(ok.chunk(1, lang::Buffer::input, 0));
+  total.copy(1, lang::Buffer::output, 0);
+  const compiler::CompileResult good = compiler::compileProgram(ok.dag(), unverified);
+  EXPECT_NO_THROW(compiler::verifyCompiled(good.algorithm, good.collective, {}));
+}
+
 // The ring ReduceScatter of GC3 reduces in the input and copies the sum out; fusion turns
 // the last receive-reduce and the copy into one recvReduceCopy into the output, so the input is
 // left alone only with fusion on. Without it the error says so.

@@ -55,7 +55,7 @@ void checkPassNames(const std::vector<std::string>& names) {
   }
 }
 
-void printStats(const lang::Program& program, const compiler::CompileResult& result) {
+void printStats(std::size_t dagOps, const compiler::CompileResult& result) {
   const ir::Algorithm& algorithm = result.algorithm;
   fmt::print(stderr, "pass                        time (ms)\n");
   double total = 0;
@@ -65,10 +65,10 @@ void printStats(const lang::Program& program, const compiler::CompileResult& res
                pass.skipped ? std::string("skipped") : fmt::format("{:.3f}", pass.milliseconds));
   }
   fmt::print(stderr, "  {:<26}{:.3f}\n", "total", total);
-  fmt::print(
-      stderr, "dag ops {}, ranks {}, channels {}, threadblocks {}, steps {}, dependencies {}\n",
-      program.dag().ops.size(), algorithm.nranks, ir::channelCount(algorithm),
-      ir::threadblockCount(algorithm), ir::stepCount(algorithm), ir::dependencyCount(algorithm));
+  fmt::print(stderr,
+             "dag ops {}, ranks {}, channels {}, threadblocks {}, steps {}, dependencies {}\n",
+             dagOps, algorithm.nranks, ir::channelCount(algorithm), ir::threadblockCount(algorithm),
+             ir::stepCount(algorithm), ir::dependencyCount(algorithm));
 }
 
 ExitCode runCompile(const CompileArgs& args) {
@@ -95,9 +95,10 @@ ExitCode runCompile(const CompileArgs& args) {
 
   std::unique_ptr<lang::Program> program = algorithms::buildProgram(request);
   if (!args.dagDot.empty()) writeTextOutput(args.dagDot, ir::writeDagDot(program->dag()));
-  algorithms::requirePostcondition(*program, request.algorithm);
-  const compiler::CompileResult result = compiler::compileProgram(program->dag(), options);
-  if (args.stats) printStats(*program, result);
+  const std::size_t dagOps = program->dag().ops.size();
+  const compiler::CompileResult result =
+      algorithms::compileTraced(std::move(program), request.algorithm, options);
+  if (args.stats) printStats(dagOps, result);
   writeTextOutput(args.output, ir::writeAlgorithm(result.algorithm, format, args.xml));
   return ExitCode::ok;
 }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -19,6 +20,7 @@
 
 #include "algorithms/registry.h"
 #include "cli.h"
+#include "compiler/pipeline.h"
 #include "ir/formats.h"
 #include "ir/step_endpoints.h"
 #include "perf/collective.h"
@@ -63,6 +65,33 @@ struct Plan {
   ir::Algorithm algorithm;
   std::string libraryName;  // empty for plan files
   bool defaultParameters = true;
+  // A library plan compiled without its verify pass, which runs beside the first simulation
+  // (PendingVerification): the collective it is checked against, else null.
+  std::shared_ptr<const ir::Collective> unverifiedCollective;
+};
+
+// The verify pass of a library plan on a second thread, so that it overlaps the simulation
+// (at 1024 ranks each takes seconds). wait() rethrows its CompileError; nothing about the plan
+// is printed before it returns. Joins in the destructor on every path.
+class PendingVerification {
+ public:
+  explicit PendingVerification(const Plan& plan) {
+    if (!plan.unverifiedCollective) return;
+    verified_ = std::async(std::launch::async, [&plan] {
+      compiler::verifyCompiled(plan.algorithm, plan.unverifiedCollective, {});
+    });
+  }
+  PendingVerification(const PendingVerification&) = delete;
+  PendingVerification& operator=(const PendingVerification&) = delete;
+  ~PendingVerification() {
+    if (verified_.valid()) verified_.wait();
+  }
+  void wait() {
+    if (verified_.valid()) verified_.get();
+  }
+
+ private:
+  std::future<void> verified_;
 };
 
 // One printed row.
@@ -137,16 +166,21 @@ Plan compileForTopology(const SimulateArgs& args, const topology::Topology& topo
                                     info.minRanks, ranks));
     Plan plan{.algorithm = {},
               .libraryName = info.name,
-              .defaultParameters = args.shape.sets.empty() && args.shape.instances == 1};
+              .defaultParameters = args.shape.sets.empty() && args.shape.instances == 1,
+              .unverifiedCollective = nullptr};
     plan.algorithm.name = info.name;
     plan.algorithm.collective = *collective;
     plan.algorithm.nranks = ranks;
     plan.algorithm.protocol = request.protocol;
     return plan;
   }
-  Plan plan{.algorithm = algorithms::compileAlgorithm(request).algorithm,
+  compiler::CompileOptions compile;
+  compile.verify = false;  // runSimulate verifies beside the simulation (PendingVerification)
+  compiler::CompileResult compiled = algorithms::compileAlgorithm(request, compile);
+  Plan plan{.algorithm = std::move(compiled.algorithm),
             .libraryName = info.name,
-            .defaultParameters = args.shape.sets.empty() && args.shape.instances == 1};
+            .defaultParameters = args.shape.sets.empty() && args.shape.instances == 1,
+            .unverifiedCollective = std::move(compiled.collective)};
   return plan;
 }
 
@@ -162,7 +196,10 @@ std::vector<Plan> loadPlans(const SimulateArgs& args, const topology::Topology& 
                                     algorithm.nranks, args.shape.ranks));
     }
     ir::requireStepEndpoints(algorithm, "simulated");  // the simulator reads tbs' peers only
-    plans.push_back(Plan{.algorithm = std::move(algorithm), .libraryName = {}});
+    plans.push_back(Plan{.algorithm = std::move(algorithm),
+                         .libraryName = {},
+                         .defaultParameters = true,
+                         .unverifiedCollective = nullptr});
   }
   return plans;
 }
@@ -408,8 +445,8 @@ ExitCode runSimulate(const SimulateArgs& args) {
       analyticRow(plan, sizes.front(), *cost);  // no form: fail before printing anything
     }
     const std::optional<perf::Collective> collective = sim::benchCollective(algorithm.collective);
-    if (!jsonToStdout)
-      writeTextOutput("-", tableTitle(plan, topology, args, cost) + "#\n" + tableHeader());
+    PendingVerification verification(plan);
+    bool titled = false;
     for (const std::uint64_t requested : sizes) {
       // nccl-tests rounds the size to whole elements per rank; simulate exactly that size.
       std::uint64_t bytes = requested;
@@ -425,7 +462,13 @@ ExitCode runSimulate(const SimulateArgs& args) {
         row = analyticRow(plan, bytes, *cost);
       } else {
         options.bytes = bytes;
-        sim::SimResult result = sim::simulate(algorithm, fabric, options);
+        sim::SimResult result;
+        try {
+          result = sim::simulate(algorithm, fabric, options);
+        } catch (const std::exception&) {
+          verification.wait();  // a plan that fails verification says so first
+          throw;
+        }
         row.bytes = bytes;
         row.seconds = result.seconds;
         row.algbw = result.algbw;
@@ -434,6 +477,11 @@ ExitCode runSimulate(const SimulateArgs& args) {
         row.result = std::move(result);
       }
       row.count = count;
+      verification.wait();
+      if (!jsonToStdout && !titled) {
+        writeTextOutput("-", tableTitle(plan, topology, args, cost) + "#\n" + tableHeader());
+        titled = true;
+      }
       if (!jsonToStdout) {
         std::string text = tableRow(row);
         if (row.result && sizes.size() > 1 && tableLinks > 0) text += linksTable(row, tableLinks);
