@@ -469,6 +469,7 @@ ExitCode runSimulate(const SimulateArgs& args) {
           verification.wait();  // a plan that fails verification says so first
           throw;
         }
+        verification.wait();  // before anything about the plan is written, the trace too
         row.bytes = bytes;
         row.seconds = result.seconds;
         row.algbw = result.algbw;
@@ -477,7 +478,6 @@ ExitCode runSimulate(const SimulateArgs& args) {
         row.result = std::move(result);
       }
       row.count = count;
-      verification.wait();
       if (!jsonToStdout && !titled) {
         writeTextOutput("-", tableTitle(plan, topology, args, cost) + "#\n" + tableHeader());
         titled = true;
